@@ -1,0 +1,100 @@
+// Typed errors for everything-webgpu: every failure that reaches a caller is an Error{code, message, detail}.
+// `detail` is structured JSON context (the missing field, the file, the limit) so no caller parses a message.
+// Result<T> carries a value or an Error; library code returns these and never throws, exits or aborts on
+// bad input, a lost device or a full disk.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cassert>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+
+namespace ewgpu {
+
+enum class ErrorCode {
+  kNoWebGPU,            // no usable adapter/device
+  kNoModel,             // an operation needs a loaded model and none is
+  kUnknownModel,        // id not in the catalogue/registry
+  kCacheIncomplete,     // model files missing from the cache (evicted, partial)
+  kInvalidModelFolder,  // a model folder failed validation
+  kBadRequest,          // caller input rejected (bad argument, context window exceeded, ...)
+  kGenerationFailed,    // generation could not complete
+  kGpu,                 // the GPU reported a validation/internal error (shader compile, pipeline, ...)
+  kDeviceLost,          // the device was lost
+  kOutOfMemory,         // GPU or host allocation failed
+  kIo,                  // file system error (includes disk full; detail says which)
+  kNetwork,             // download failed (HTTP status, connection, ...)
+  kCancelled,           // the operation was cancelled by its caller
+  kInternal,            // a bug: an invariant did not hold
+};
+
+// "NO_WEBGPU", "INVALID_MODEL_FOLDER", ...: the wire name of a code.
+std::string_view errorCodeName(ErrorCode code);
+
+struct Error {
+  ErrorCode code = ErrorCode::kInternal;
+  std::string message;
+  nlohmann::json detail = nlohmann::json::object();
+
+  // "CODE: message (detail-json)" for logs and CLI output.
+  std::string toString() const;
+  nlohmann::json toJson() const;  // {"code":..., "message":..., "detail":...}
+};
+
+inline Error makeError(ErrorCode code, std::string message, nlohmann::json detail = nlohmann::json::object()) {
+  return Error{code, std::move(message), std::move(detail)};
+}
+
+// A value or an Error. Access to the wrong alternative is an invariant violation (asserted).
+template <class T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
+
+  bool ok() const { return v_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+
+  T& value() & { assert(ok()); return std::get<0>(v_); }
+  const T& value() const& { assert(ok()); return std::get<0>(v_); }
+  T&& value() && { assert(ok()); return std::get<0>(std::move(v_)); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+
+  const Error& error() const& { assert(!ok()); return std::get<1>(v_); }
+  Error&& error() && { assert(!ok()); return std::get<1>(std::move(v_)); }
+
+ private:
+  std::variant<T, Error> v_;
+};
+
+template <>
+class [[nodiscard]] Result<void> {
+ public:
+  Result() = default;
+  Result(Error error) : error_(std::move(error)), ok_(false) {}  // NOLINT(google-explicit-constructor)
+  bool ok() const { return ok_; }
+  explicit operator bool() const { return ok_; }
+  const Error& error() const& { assert(!ok_); return error_; }
+  Error&& error() && { assert(!ok_); return std::move(error_); }
+
+ private:
+  Error error_;
+  bool ok_ = true;
+};
+
+using Status = Result<void>;
+
+}  // namespace ewgpu
+
+// Propagate an error from an expression returning Result<...>/Status: EWGPU_TRY(status_expr);
+#define EWGPU_TRY(expr)                         \
+  do {                                          \
+    auto ewgpu_try_r_ = (expr);                 \
+    if (!ewgpu_try_r_.ok()) return std::move(ewgpu_try_r_).error(); \
+  } while (0)
