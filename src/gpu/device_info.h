@@ -1,0 +1,46 @@
+// What a WebGPU adapter is and can do, as plain data: the only part of the GPU layer that other layers
+// (store: device fit; CLI: probe) see without touching webgpu.h. Filled by gpu::probeAdapter (device.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ewgpu {
+
+struct MemoryHeap {
+  uint64_t size = 0;
+  uint64_t properties = 0;  // WGPUHeapProperty bits: 1 DeviceLocal, 2 HostVisible, 4 HostCoherent, ...
+};
+
+struct DeviceInfo {
+  std::string vendor, architecture, device, description;
+  std::string backend;       // "vulkan", "metal", "d3d12", "null", ...
+  std::string adapter_type;  // "discrete-gpu", "integrated-gpu", "cpu", "unknown"
+  uint32_t vendor_id = 0, device_id = 0;
+  uint32_t subgroup_min_size = 0, subgroup_max_size = 0;
+  bool shader_f16 = false;
+  bool subgroups = false;
+  bool timestamp_query = false;
+  // Limits the engine depends on (the adapter's maxima; the device is created with them).
+  uint64_t max_storage_buffer_binding_size = 0;
+  uint64_t max_buffer_size = 0;
+  uint32_t max_storage_buffers_per_shader_stage = 0;
+  uint32_t max_compute_workgroup_storage_size = 0;
+  uint32_t max_compute_invocations_per_workgroup = 0;
+  uint32_t max_compute_workgroups_per_dimension = 0;
+  std::vector<MemoryHeap> memory_heaps;  // empty where the adapter does not report them
+
+  // Sum of device-local heaps (0 when unknown).
+  uint64_t deviceLocalBytes() const {
+    uint64_t s = 0;
+    for (const auto& h : memory_heaps)
+      if (h.properties & 1u) s += h.size;
+    return s;
+  }
+  nlohmann::json toJson() const;
+};
+
+}  // namespace ewgpu
