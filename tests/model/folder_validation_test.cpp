@@ -1,14 +1,13 @@
 // Whole-folder validation: each test breaks one thing in a copy of a valid tiny folder and checks the
 // error code and detail fields; plus md5 verification and a large sparse folder that must validate
 // without its shards being read.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 #include "model/model_folder.h"
 #include "model/tiny_model.h"
 #include "model_test_util.h"
-
-#include <gtest/gtest.h>
-
-#include <fcntl.h>
-#include <unistd.h>
 
 namespace ewgpu {
 namespace {
@@ -272,8 +271,12 @@ TEST(FolderValidationLarge, SparseRealShapeFolderValidatesWithoutReading) {
     for (auto d : p.shape) n *= d;
     uint64_t nb = n * (p.dtype == DType::kF32 ? 2 : dtypeSize(p.dtype));
     if (off + nb > (256ull << 20) && off) flush();
-    cur.push_back({{"name", p.name}, {"shape", p.shape}, {"dtype", dtypeName(p.dtype)},
-                   {"format", "f32-to-bf16"}, {"nbytes", nb}, {"byteOffset", off}});
+    cur.push_back({{"name", p.name},
+                   {"shape", p.shape},
+                   {"dtype", dtypeName(p.dtype)},
+                   {"format", "f32-to-bf16"},
+                   {"nbytes", nb},
+                   {"byteOffset", off}});
     off += nb;
     total += nb;
   }
