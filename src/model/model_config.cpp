@@ -247,7 +247,7 @@ bool ModelConfig::isFullAttention(int layer) const {
 
 int ModelConfig::rotaryDim() const { return (int)(head_dim * partial_rotary_factor); }
 
-Result<ModelConfig> parseModelConfig(const nlohmann::json& j, const std::string& path) {
+static Result<ModelConfig> parseModelConfigUnchecked(const nlohmann::json& j, const std::string& path) {
   if (!j.is_object()) return fieldError(path, "", "wrong_type", "document is not a JSON object");
   ModelConfig c;
   c.raw = j;
@@ -270,6 +270,14 @@ Result<ModelConfig> parseModelConfig(const nlohmann::json& j, const std::string&
   EWGPU_TRY(parseRuntime(f, j, path, c));
   EWGPU_TRY(checkConsistency(path, c));
   return c;
+}
+
+Result<ModelConfig> parseModelConfig(const nlohmann::json& j, const std::string& path) {
+  try {  // json accessors throw on unexpected types inside nested objects: report, never throw
+    return parseModelConfigUnchecked(j, path);
+  } catch (const nlohmann::json::exception& e) {
+    return fieldError(path, "", "wrong_type", std::string("has a value of unexpected type: ") + e.what());
+  }
 }
 
 Result<ModelConfig> loadModelConfig(const std::string& path) {

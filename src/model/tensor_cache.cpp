@@ -116,7 +116,7 @@ int64_t TensorInfo::numel() const {
   return n;
 }
 
-Result<TensorCache> parseTensorCache(const nlohmann::json& j, const std::string& file) {
+static Result<TensorCache> parseTensorCacheUnchecked(const nlohmann::json& j, const std::string& file) {
   if (!j.is_object() || !j.contains("records") || !j["records"].is_array())
     return cacheError(file, "bad_schema", "no records array");
   TensorCache tc;
@@ -150,6 +150,14 @@ Result<TensorCache> parseTensorCache(const nlohmann::json& j, const std::string&
     tc.shards.push_back(std::move(sh));
   }
   return tc;
+}
+
+Result<TensorCache> parseTensorCache(const nlohmann::json& j, const std::string& file) {
+  try {  // json accessors throw on unexpected types: report, never throw
+    return parseTensorCacheUnchecked(j, file);
+  } catch (const nlohmann::json::exception& e) {
+    return cacheError(file, "bad_schema", std::string("value of unexpected type: ") + e.what());
+  }
 }
 
 }  // namespace ewgpu

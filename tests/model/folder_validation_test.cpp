@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <functional>
+#include <random>
+
 #include "model/model_folder.h"
 #include "model/tiny_model.h"
 #include "model_test_util.h"
@@ -239,6 +242,50 @@ TEST_F(FolderValidation, Md5MismatchFoundByVerifyChecksums) {
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().detail["problem"], "md5_mismatch");
   EXPECT_EQ(st.error().detail["file"], "params_shard_0.bin");
+}
+
+// Untrusted input: random type/value mutations of a valid config and manifest never throw and never yield
+// anything but success or INVALID_MODEL_FOLDER.
+TEST_F(FolderValidation, MutatedJsonNeverThrows) {
+  const nlohmann::json cfg = readJson(*dir_ / "good/mlc-chat-config.json");
+  const nlohmann::json tc = readJson(*dir_ / "good/tensor-cache.json");
+  std::mt19937 rng(99);
+  const nlohmann::json junk[] = {nullptr,
+                                 -3,
+                                 1.5,
+                                 "x",
+                                 nlohmann::json::array({1, "a"}),
+                                 nlohmann::json::object(),
+                                 true,
+                                 nlohmann::json::object({{"type", 5}})};
+  auto mutate = [&](nlohmann::json doc) {
+    // Collect pointers to every value, then replace one or two at random.
+    std::vector<nlohmann::json::json_pointer> ptrs;
+    std::function<void(const nlohmann::json&, const nlohmann::json::json_pointer&)> walk =
+        [&](const nlohmann::json& v, const nlohmann::json::json_pointer& at) {
+          ptrs.push_back(at);
+          if (v.is_object())
+            for (auto it = v.begin(); it != v.end(); ++it) walk(it.value(), at / it.key());
+          else if (v.is_array())
+            for (size_t i = 0; i < v.size() && i < 8; ++i) walk(v[i], at / i);
+        };
+    walk(doc, nlohmann::json::json_pointer());
+    for (int k = 0; k < 2; ++k) {
+      const auto& p = ptrs[rng() % ptrs.size()];
+      if (doc.contains(p)) doc[p] = junk[rng() % std::size(junk)];  // the first edit may have removed it
+    }
+    return doc;
+  };
+  for (int i = 0; i < 300; ++i) {
+    auto c = parseModelConfig(mutate(cfg), "mlc-chat-config.json");
+    if (!c.ok()) {
+      EXPECT_EQ(c.error().code, ErrorCode::kInvalidModelFolder);
+    }
+    auto t = parseTensorCache(mutate(tc), "tensor-cache.json");
+    if (!t.ok()) {
+      EXPECT_EQ(t.error().code, ErrorCode::kInvalidModelFolder);
+    }
+  }
 }
 
 // A Qwen3.5-2B-shaped q4f16_1 folder (about 1 GB) whose shards are sparse files: validation must succeed

@@ -134,6 +134,11 @@ TEST(ModelConfig, RejectsWrongTypesAndUnknownNames) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().detail["field"], "model_type");
   EXPECT_EQ(r.error().detail["problem"], "unsupported");
+  auto t = qwen3Config();
+  t["model_config"]["rope_scaling"] = {{"type", 5}};  // a nested value of the wrong type: an error, not a throw
+  r = parseModelConfig(t, "x.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidModelFolder);
   auto c = qwen3Config();
   c["model_config"]["num_key_value_heads"] = 5;  // does not divide 16
   r = parseModelConfig(c, "x.json");
