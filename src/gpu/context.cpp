@@ -45,6 +45,29 @@ const char* adapterTypeName(WGPUAdapterType t) {
   }
 }
 
+// Binding types declared in WGSL: `@group(0) @binding(N) var<storage, read> name` -> read-only storage,
+// `var<storage, read_write>` -> storage, `var<uniform>` -> uniform. Kernels get an explicit layout built from
+// these, so a binding a specialisation does not touch is still part of the layout.
+std::vector<WGPUBufferBindingType> parseBindings(std::string_view wgsl) {
+  std::vector<WGPUBufferBindingType> types;
+  size_t pos = 0;
+  while ((pos = wgsl.find("@binding(", pos)) != std::string_view::npos) {
+    pos += 9;
+    uint32_t n = 0;
+    while (pos < wgsl.size() && wgsl[pos] >= '0' && wgsl[pos] <= '9') n = n * 10 + (wgsl[pos++] - '0');
+    size_t var = wgsl.find("var<", pos);
+    size_t close = wgsl.find('>', var);
+    if (var == std::string_view::npos || close == std::string_view::npos) break;
+    std::string_view decl = wgsl.substr(var + 4, close - var - 4);
+    WGPUBufferBindingType t = WGPUBufferBindingType_ReadOnlyStorage;
+    if (decl.find("uniform") != std::string_view::npos) t = WGPUBufferBindingType_Uniform;
+    else if (decl.find("read_write") != std::string_view::npos) t = WGPUBufferBindingType_Storage;
+    if (types.size() <= n) types.resize(n + 1, WGPUBufferBindingType_BindingNotUsed);
+    types[n] = t;
+  }
+  return types;
+}
+
 }  // namespace
 
 Buffer& Buffer::operator=(Buffer&& o) noexcept {
@@ -414,23 +437,52 @@ Result<std::unique_ptr<Kernel>> Context::compile(std::string_view name, std::str
     e.value = v;
     entries.push_back(e);
   }
+  std::vector<WGPUBufferBindingType> types = parseBindings(wgsl);
+  std::vector<WGPUBindGroupLayoutEntry> layout_entries;
+  for (size_t i = 0; i < types.size(); ++i) {
+    if (types[i] == WGPUBufferBindingType_BindingNotUsed) continue;
+    WGPUBindGroupLayoutEntry e{};
+    e.binding = (uint32_t)i;
+    e.visibility = WGPUShaderStage_Compute;
+    e.buffer.type = types[i];
+    layout_entries.push_back(e);
+  }
+  auto k = std::make_unique<Kernel>();
+  k->name = std::string(name);
+  WGPUBindGroupLayoutDescriptor bld{};
+  bld.label = view(name);
+  bld.entryCount = layout_entries.size();
+  bld.entries = layout_entries.data();
+  WGPUPipelineLayout pipeline_layout = nullptr;
+  s = scoped([&] {
+    k->layout = wgpuDeviceCreateBindGroupLayout(device_, &bld);
+    WGPUPipelineLayoutDescriptor pld{};
+    pld.bindGroupLayoutCount = 1;
+    pld.bindGroupLayouts = &k->layout;
+    pipeline_layout = wgpuDeviceCreatePipelineLayout(device_, &pld);
+  });
+  if (!s) {
+    wgpuShaderModuleRelease(module);
+    if (pipeline_layout) wgpuPipelineLayoutRelease(pipeline_layout);
+    return makeError(ErrorCode::kGpu, "kernel '" + std::string(name) + "' layout invalid: " + s.error().message,
+                     {{"kernel", name}, {"stage", "layout"}, {"compiler", s.error().message}});
+  }
   WGPUComputePipelineDescriptor pd{};
   pd.label = view(name);
+  pd.layout = pipeline_layout;
   pd.compute.module = module;
   pd.compute.entryPoint = WGPUStringView{nullptr, WGPU_STRLEN};
   pd.compute.constantCount = entries.size();
   pd.compute.constants = entries.data();
-  auto k = std::make_unique<Kernel>();
-  k->name = std::string(name);
   s = scoped([&] { k->pipeline = wgpuDeviceCreateComputePipeline(device_, &pd); });
   wgpuShaderModuleRelease(module);
+  wgpuPipelineLayoutRelease(pipeline_layout);
   if (!s) {
     if (k->pipeline) wgpuComputePipelineRelease(k->pipeline);
     return makeError(ErrorCode::kGpu,
                      "kernel '" + std::string(name) + "' pipeline creation failed: " + s.error().message,
                      {{"kernel", name}, {"stage", "pipeline"}, {"compiler", s.error().message}});
   }
-  k->layout = wgpuComputePipelineGetBindGroupLayout(k->pipeline, 0);
   return k;
 }
 

@@ -56,7 +56,8 @@ enum class BufferKind {
   kQuery,     // query resolve + copy src: timestamps
 };
 
-// A compiled compute pipeline and its bind group layout (auto layout of group 0). Owns both handles.
+// A compiled compute pipeline and its bind group layout (group 0, explicit: built from the @binding
+// declarations of the WGSL, so bindings a specialisation leaves unused are still bound). Owns both handles.
 struct Kernel {
   Kernel() = default;
   ~Kernel() {
