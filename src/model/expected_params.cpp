@@ -103,4 +103,24 @@ int64_t parameterCount(const ModelConfig& c) {
   return n;
 }
 
+WeightTraffic weightTraffic(const ModelConfig& c) {
+  WeightTraffic t;
+  t.parameters = parameterCount(c);
+  for (const ParamSpec& p : expectedParams(c)) {
+    int64_t n = 1;
+    for (int64_t d : p.shape) n *= d;
+    uint64_t bytes = (uint64_t)n * dtypeSize(p.dtype);
+    t.weight_bytes += bytes;
+    bool embedding = p.module == "model.embed_tokens", head = p.module == "lm_head";
+    if (embedding || head) {
+      if (head || c.tie_embeddings) t.lm_head_bytes += bytes;
+      if (embedding) t.bytes_per_token += bytes / (uint64_t)p.shape[0];  // one row of the lookup
+      continue;
+    }
+    t.bytes_per_token += bytes;
+  }
+  t.bytes_per_token += t.lm_head_bytes;
+  return t;
+}
+
 }  // namespace ewgpu

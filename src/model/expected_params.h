@@ -47,4 +47,15 @@ DType modelDType(Quant q);
 // Logical parameter count (matrix elements + vector elements; scales are not parameters).
 int64_t parameterCount(const ModelConfig& c);
 
+// Weight bytes of a folder in memory (f32 records counted at 4 bytes although stored as bf16) and the bytes
+// one decoded token reads: every weight once, the lm_head (the embedding when tied) fully, plus one
+// embedding row for the lookup.
+struct WeightTraffic {
+  int64_t parameters = 0;        // parameterCount
+  uint64_t weight_bytes = 0;     // sum of all tensors
+  uint64_t bytes_per_token = 0;  // read per decoded token
+  uint64_t lm_head_bytes = 0;    // the logits matrix (embedding when tied), part of bytes_per_token
+};
+WeightTraffic weightTraffic(const ModelConfig& c);
+
 }  // namespace ewgpu
