@@ -55,12 +55,24 @@ def parse_args():
     p.add_argument("--rope-theta", type=float, default=1e4)
     p.add_argument("--prompt-len", type=int, default=150)
     p.add_argument("--decode-len", type=int, default=20)
+    p.add_argument("--export-hf", metavar="DIR",
+                   help="only save the HF model and tokenizer.json to DIR (to convert elsewhere)")
+    p.add_argument("--mlc-root", metavar="DIR",
+                   help="use already converted folders DIR/<quant>/ instead of running --ewgpu; only "
+                        "reference.json is written, to --out/<quant>/")
+    p.add_argument("--emulate", action="store_true",
+                   help="no converter: run transformers on the converter's rounding emulated in numpy and write "
+                        "only reference.json (use with --export-hf, then convert and --verify-emulation)")
+    p.add_argument("--verify-emulation", metavar="HF_DIR",
+                   help="numpy only: check that --mlc-root/<quant>/ holds exactly the emulated rounding of HF_DIR")
     p.add_argument("--keep-temp", action="store_true", help="keep the HF and MLC temp folders")
     p.add_argument("--check-only", action="store_true",
                    help="only print max |full - decode| logits of transformers on the random model")
     args = p.parse_args()
-    if not args.check_only and not args.ewgpu:
-        p.error("--ewgpu is required unless --check-only")
+    if not (args.check_only or args.export_hf or args.mlc_root or args.ewgpu or args.emulate):
+        p.error("give --ewgpu (convert here), --mlc-root (converted elsewhere), --emulate, --export-hf or --check-only")
+    if args.verify_emulation and not args.mlc_root:
+        p.error("--verify-emulation needs --mlc-root")
     if not 0 < args.decode_len < args.prompt_len:
         p.error("need 0 < --decode-len < --prompt-len")
     return args
@@ -338,6 +350,86 @@ def check_and_load(torch, model, hf, quantized, original, quant):
     assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
 
 
+# ---- the converter's rounding, emulated (for a GPU machine without the ewgpu binary) -----------------------------
+# --emulate applies the stored-precision rounding of writeMlcFolder to the original weights (bf16 / f16 round to
+# nearest even; q4 groups of 32 with scale = round(max|w| / 7) and codes round-half-away(w / scale + 7) clamped to
+# 0..14), so transformers runs on the values the folder will hold. --verify-emulation (numpy only) then proves
+# that a folder converted elsewhere from the --export-hf output holds exactly those values.
+
+def bf16_round(a):
+    u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    u = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16
+    return u.astype(np.uint32).view(np.float32)
+
+
+def f16_round(a):
+    return np.asarray(a, dtype=np.float32).astype(np.float16).astype(np.float32)
+
+
+def q4_roundtrip(w, round_scale):
+    rows, cols = w.shape
+    assert cols % 32 == 0, w.shape
+    g = np.asarray(w, dtype=np.float32).reshape(rows, cols // 32, 32)
+    scale = round_scale(np.abs(g).max(axis=-1, keepdims=True) / np.float32(7))
+    safe = np.where(scale > 0, scale, np.float32(1))
+    x = g / safe + np.float32(7)
+    q = np.where(x >= 0, np.floor(x + np.float32(0.5)), -np.floor(-x + np.float32(0.5)))
+    q = np.where(scale > 0, np.clip(q, 0, 14), np.float32(7)).astype(np.float32)
+    return ((q - np.float32(7)) * scale).astype(np.float32).reshape(rows, cols)
+
+
+def emulate_stored(original, quant):
+    """HF name -> the value the reference reads back from a folder of `quant`, and the names quantized to q4."""
+    q4 = quant.startswith("q4")
+    model_round = f16_round if "f16" in quant else bf16_round
+    scale_round = f16_round if quant == "q4f16_1" else bf16_round
+    state, quantized = {}, set()
+    for name, w in original.items():
+        w = np.asarray(w, dtype=np.float32)
+        if w.ndim == 2 and q4:
+            state[name] = q4_roundtrip(w, scale_round)
+            quantized.add(name)
+        elif name.endswith((".A_log", ".dt_bias")):  # float32 parameters, stored bf16-encoded
+            state[name] = bf16_round(w)
+        elif name.endswith(OFFSET_NORM_SUFFIXES) or name == "model.norm.weight":
+            state[name] = model_round(w + np.float32(1)) - np.float32(1)
+        else:
+            state[name] = model_round(w)
+    return state, quantized
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + n])
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        assert info["dtype"] == "F32", (name, info["dtype"])
+        b, e = info["data_offsets"]
+        out[name] = np.frombuffer(data[8 + n + b:8 + n + e], dtype="<f4").reshape(info["shape"]).copy()
+    return out
+
+
+def verify_emulation(hf_dir, mlc_root, quants):
+    files = sorted(Path(hf_dir).glob("*.safetensors"))
+    assert files, f"no safetensors in {hf_dir}"
+    original = {}
+    for f in files:
+        original.update(read_safetensors(f))
+    original.pop("lm_head.weight", None)  # tied to the embedding
+    for quant in quants:
+        expected, _ = emulate_stored(original, quant)
+        stored, _ = mlc_to_hf_state(read_mlc_tensors(Path(mlc_root) / quant))
+        assert set(stored) == set(expected), sorted(set(stored) ^ set(expected))
+        worst = max(float(np.abs(stored[k] - expected[k]).max()) for k in stored)
+        print(f"[{quant}] folder vs emulated rounding: max |diff| {worst:.3g} over {len(stored)} tensors")
+        if worst != 0.0:
+            fail(f"{quant}: the folder does not hold the emulated values; regenerate with --ewgpu instead")
+
+
 # ---- conversion and fixtures ----------------------------------------------------------------------------------
 
 def convert(ewgpu, hf_dir, out_dir, quant, tokenizer):
@@ -372,11 +464,14 @@ def rows_json(a):
     return [[float(f"{x:.9g}") for x in row] for row in np.asarray(a, dtype=np.float32)]
 
 
-def write_fixture(out_root, quant, mlc_dir, prompt, n_prefill, full, decode, torch, transformers, rope_theta, seed):
+def write_fixture(out_root, quant, mlc_dir, prompt, n_prefill, full, decode, torch, transformers, rope_theta, seed,
+                  weights_source):
     dest = Path(out_root) / quant
-    if dest.exists():
-        shutil.rmtree(dest)
-    shutil.copytree(mlc_dir, dest)
+    if mlc_dir is not None:  # a fresh copy of the converted folder
+        if dest.exists():
+            shutil.rmtree(dest)
+        shutil.copytree(mlc_dir, dest)
+    dest.mkdir(parents=True, exist_ok=True)
     ref = {
         "prompt_ids": [int(t) for t in prompt],
         "n_prefill": n_prefill,
@@ -388,7 +483,9 @@ def write_fixture(out_root, quant, mlc_dir, prompt, n_prefill, full, decode, tor
         "torch": torch.__version__,
         "seed": seed,
         "rope_theta": rope_theta,
-        "note": "Qwen3_5ForCausalLM fp32 on CPU, weights read back (dequantized) from this MLC folder",
+        "weights_source": weights_source,
+        "note": "Qwen3_5ForCausalLM fp32 on CPU on the weights this MLC folder stores (dequantized); weights_source "
+                "'emulated' means the converter's rounding was emulated and checked with --verify-emulation",
     }
     with open(dest / "reference.json", "w", encoding="utf-8") as f:
         json.dump(ref, f)
@@ -398,8 +495,38 @@ def write_fixture(out_root, quant, mlc_dir, prompt, n_prefill, full, decode, tor
         print(f"warning: fixture {dest} is larger than 1 MiB")
 
 
+def export_hf(model, out_dir):
+    out_dir = Path(out_dir)
+    model.save_pretrained(str(out_dir))
+    write_tokenizer(out_dir / "tokenizer.json")
+    print(f"wrote {out_dir} (config.json, safetensors, tokenizer.json); convert each quant with\n"
+          f"  ewgpu convert {out_dir} tests/fixtures/qwen3_5_tiny/<quant> --quant <quant> "
+          f"--tokenizer {out_dir / 'tokenizer.json'}\n"
+          "then run this script again with --mlc-root tests/fixtures/qwen3_5_tiny")
+
+
+def fixture_for_quant(ctx, quant, mlc_dir, copy_folder, emulated=None):
+    torch, transformers, model, args = ctx["torch"], ctx["transformers"], ctx["model"], ctx["args"]
+    if emulated is None:
+        check_mlc_config(mlc_dir, quant, args.rope_theta)
+        hf, quantized = mlc_to_hf_state(read_mlc_tensors(mlc_dir))
+    else:
+        hf, quantized = emulated
+    check_and_load(torch, model, hf, quantized, ctx["original"], quant)
+    full, decode, prefill = run_logits(torch, model, ctx["prompt"], ctx["n_prefill"])
+    scale, d_decode = report_consistency(full, decode, prefill, ctx["n_prefill"], quant)
+    if d_decode > 1e-4 * scale:
+        fail(f"{quant}: transformers' own decode disagrees with its full forward ({d_decode:.3g})")
+    write_fixture(args.out, quant, mlc_dir if copy_folder else None, ctx["prompt"], ctx["n_prefill"], full, decode,
+                  torch, transformers, args.rope_theta, args.seed, "emulated" if emulated else "mlc-folder")
+
+
 def main():
     args = parse_args()
+    quants = [q.strip() for q in args.quants.split(",") if q.strip()]
+    if args.verify_emulation:  # numpy only: no torch needed
+        verify_emulation(args.verify_emulation, args.mlc_root, quants)
+        return
     torch, transformers, Qwen3_5ForCausalLM, Qwen3_5TextConfig = import_transformers()
     torch.set_grad_enabled(False)
     cfg = build_config(Qwen3_5TextConfig, args.rope_theta)
@@ -411,26 +538,33 @@ def main():
     report_consistency(full, decode, prefill, n_prefill, "original fp32 weights")
     if args.check_only:
         return
+    if args.export_hf:
+        export_hf(model, args.export_hf)
+        if not args.emulate:
+            return
 
-    original = {n: p.detach().clone().numpy() for n, p in model.named_parameters()}
+    ctx = dict(torch=torch, transformers=transformers, model=model, args=args, prompt=prompt, n_prefill=n_prefill,
+               original={n: p.detach().clone().numpy() for n, p in model.named_parameters()})
+    if args.emulate:
+        for quant in quants:
+            state, quantized = emulate_stored(ctx["original"], quant)
+            fixture_for_quant(ctx, quant, None, copy_folder=False, emulated=(state, quantized))
+        return
+    if args.mlc_root:  # folders converted elsewhere from --export-hf output
+        for quant in quants:
+            mlc_dir = Path(args.mlc_root) / quant
+            if not (mlc_dir / "tensor-cache.json").exists():
+                fail(f"{mlc_dir} is not an MLC folder")
+            fixture_for_quant(ctx, quant, mlc_dir, copy_folder=False)
+        return
     tmp = Path(tempfile.mkdtemp(prefix="qwen35_ref_"))
     try:
         hf_dir = tmp / "hf"
-        model.save_pretrained(str(hf_dir))
-        tokenizer = tmp / "tokenizer.json"
-        write_tokenizer(tokenizer)
-        for quant in [q.strip() for q in args.quants.split(",") if q.strip()]:
+        export_hf(model, hf_dir)
+        for quant in quants:
             mlc_dir = tmp / f"mlc_{quant}"
-            convert(args.ewgpu, hf_dir, mlc_dir, quant, tokenizer)
-            check_mlc_config(mlc_dir, quant, args.rope_theta)
-            hf, quantized = mlc_to_hf_state(read_mlc_tensors(mlc_dir))
-            check_and_load(torch, model, hf, quantized, original, quant)
-            full, decode, prefill = run_logits(torch, model, prompt, n_prefill)
-            scale, d_decode = report_consistency(full, decode, prefill, n_prefill, quant)
-            if d_decode > 1e-4 * scale:
-                fail(f"{quant}: transformers' own decode disagrees with its full forward ({d_decode:.3g})")
-            write_fixture(args.out, quant, mlc_dir, prompt, n_prefill, full, decode, torch, transformers,
-                          args.rope_theta, args.seed)
+            convert(args.ewgpu, hf_dir, mlc_dir, quant, hf_dir / "tokenizer.json")
+            fixture_for_quant(ctx, quant, mlc_dir, copy_folder=True)
     finally:
         if args.keep_temp:
             print(f"kept {tmp}")
