@@ -35,15 +35,16 @@ Status writeTextFile(const std::string& path, const std::string& text) {
 
 // True when `node` (or a member of a Sequence) has type `type` and, if given, matches `extra`.
 bool hasComponent(const json& node, const std::string& type, const json& extra = json::object()) {
-  if (!node.is_object()) return false;
-  if (node.value("type", "") == "Sequence") {
+  if (!node.is_object() || !node.contains("type") || !node["type"].is_string()) return false;
+  const std::string nodeType = node["type"].get<std::string>();
+  if (nodeType == "Sequence") {
     for (const char* key : {"decoders", "normalizers", "pretokenizers"})
       if (node.contains(key) && node[key].is_array())
         for (const auto& m : node[key])
           if (hasComponent(m, type, extra)) return true;
     return false;
   }
-  if (node.value("type", "") != type) return false;
+  if (nodeType != type) return false;
   for (auto it = extra.begin(); it != extra.end(); ++it)
     if (!node.contains(it.key()) || node[it.key()] != it.value()) return false;
   return true;
@@ -73,13 +74,17 @@ Result<TokenizerFacts> readTokenizerFacts(const std::string& path) {
   if (!j.ok()) return std::move(j).error();
   TokenizerFacts t;
   int maxId = -1;
-  const json& vocab = (*j)["model"]["vocab"];
+  if (!j->is_object()) return makeError(ErrorCode::kBadRequest, path + " is not a tokenizer.json", {{"path", path}});
+  const json model = j->value("model", json::object());
+  const json vocab = model.is_object() ? model.value("vocab", json()) : json();
   if (vocab.is_object())
     for (auto it = vocab.begin(); it != vocab.end(); ++it)
       if (it.value().is_number_integer()) maxId = std::max(maxId, it.value().get<int>());
   if (j->contains("added_tokens") && (*j)["added_tokens"].is_array())
     for (const auto& a : (*j)["added_tokens"]) {
-      if (!a.contains("id") || !a["id"].is_number_integer() || !a.contains("content")) continue;
+      if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer() || !a.contains("content") ||
+          !a["content"].is_string())
+        continue;
       int id = a["id"].get<int>();
       maxId = std::max(maxId, id);
       t.added[a["content"].get<std::string>()] = id;
@@ -109,7 +114,8 @@ ModelConfig finalizeWriterConfig(ModelConfig c, const TokenizerFacts& tok) {
     // The preset ids are those of the family's real tokenizer; use the ids of this tokenizer instead.
     json ids = json::array();
     for (const auto& s : t.value("stop_str", json::array()))
-      if (auto it = tok.added.find(s.get<std::string>()); it != tok.added.end()) ids.push_back(it->second);
+      if (!s.is_string()) continue;
+      else if (auto it = tok.added.find(s.get<std::string>()); it != tok.added.end()) ids.push_back(it->second);
     if (!ids.empty()) t["stop_token_ids"] = ids;
     if (t.value("system_prefix_token_ids", json()).is_array()) {
       if (auto it = tok.added.find("<|begin_of_text|>"); it != tok.added.end())
