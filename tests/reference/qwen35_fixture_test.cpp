@@ -21,7 +21,7 @@
 namespace ewgpu {
 namespace {
 
-constexpr double kRelativeTolerance = 1e-4;
+constexpr double kRelativeTolerance = 2e-5;
 
 std::filesystem::path fixtureDir(const std::string& quant) {
   return std::filesystem::path(EWGPU_SOURCE_DIR) / "tests" / "fixtures" / "qwen3_5_tiny" / quant;
