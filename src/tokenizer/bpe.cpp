@@ -119,6 +119,7 @@ Result<BpeModel> BpeModel::fromJson(const nlohmann::json& model, bool byteLevel)
     if (it != m.vocab_.end()) m.fallbackIds_[b] = it->second;
   }
   EWGPU_TRY(m.loadMerges(model.value("merges", nlohmann::json::array())));
+  if (!byteLevel) m.collectCharPairs();
   return m;
 }
 
@@ -153,6 +154,22 @@ Status BpeModel::loadMerges(const nlohmann::json& merges) {
     ++rank;
   }
   return {};
+}
+
+void BpeModel::collectCharPairs() {
+  std::vector<std::pair<uint32_t, uint32_t>> pairs;
+  for (const auto& tok : idToToken_) {
+    uint32_t prev = 0;
+    for (size_t i = 0; i < tok.size();) {
+      size_t len = 0;
+      const uint32_t cp = utf8::decodeAt(tok, i, &len);
+      if (i > 0) pairs.emplace_back(prev, cp);
+      prev = cp;
+      i += len;
+    }
+  }
+  charPairs_.reserve(pairs.size());
+  for (const auto& [a, b] : pairs) charPairs_.insert(static_cast<int32_t>(a), static_cast<int32_t>(b), {0, 0});
 }
 
 void BpeModel::initialSymbols(std::string_view word, std::vector<Symbol>& syms) const {
@@ -262,6 +279,25 @@ void BpeModel::tokenizeWord(std::string_view word, std::vector<int32_t>& out) co
       return;
     }
   }
+  if (byteLevel_ || word.size() <= kMaxCachedWord / 4) {
+    tokenizeCached(word, out);
+    return;
+  }
+  // Cut the word where no merge can ever join the characters on both sides.
+  size_t start = 0, i = 0, len = 0;
+  uint32_t prev = utf8::decodeAt(word, 0, &len);
+  for (i = len; i < word.size(); i += len) {
+    const uint32_t cp = utf8::decodeAt(word, i, &len);
+    if (!canJoin(prev, cp)) {
+      tokenizeCached(word.substr(start, i - start), out);
+      start = i;
+    }
+    prev = cp;
+  }
+  tokenizeCached(word.substr(start), out);
+}
+
+void BpeModel::tokenizeCached(std::string_view word, std::vector<int32_t>& out) const {
   if (word.size() > kMaxCachedWord) {
     runMerges(word, out);
     return;

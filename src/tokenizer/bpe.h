@@ -62,7 +62,13 @@ class MergeTable {
  private:
   static constexpr uint64_t kEmpty = ~0ull;
   static uint64_t pack(int32_t l, int32_t r) { return (uint64_t(uint32_t(l)) << 32) | uint32_t(r); }
-  static size_t hash(uint64_t k) { return size_t((k * 0x9E3779B97F4A7C15ull) >> 20); }
+  static size_t hash(uint64_t k) {  // splitmix64 finalizer: ids are small and dense, so mix all bits
+    k ^= k >> 30;
+    k *= 0xBF58476D1CE4E5B9ull;
+    k ^= k >> 27;
+    k *= 0x94D049BB133111EBull;
+    return size_t(k ^ (k >> 31));
+  }
   std::vector<uint64_t> keys_{kEmpty};
   std::vector<Merge> values_{Merge{}};
   size_t mask_ = 0, size_ = 0;
@@ -87,15 +93,24 @@ class BpeModel {
     int32_t prev, next;  // -1 at the ends; a merged-away symbol has id -1
   };
   Status loadMerges(const nlohmann::json& merges);
+  void collectCharPairs();
   void initialSymbols(std::string_view word, std::vector<Symbol>& syms) const;
   void mergeSmall(std::vector<Symbol>& syms) const;
   void mergeHeap(std::vector<Symbol>& syms) const;
   void runMerges(std::string_view word, std::vector<int32_t>& out) const;
+  void tokenizeCached(std::string_view word, std::vector<int32_t>& out) const;
+  bool canJoin(uint32_t leftCp, uint32_t rightCp) const {
+    return charPairs_.find(static_cast<int32_t>(leftCp), static_cast<int32_t>(rightCp)) != nullptr;
+  }
 
   StringIdMap vocab_;                  // token string (as in the JSON) -> id
   StringIdMap byteVocab_;              // byte-level only: raw bytes -> id
   std::vector<std::string> idToToken_;
   MergeTable merges_;
+  // Character-level only: every pair of code points that sits side by side inside some vocab token. A word
+  // boundary between two characters that never do can never be crossed by a merge, so long words (whole
+  // sentences in SentencePiece-style files) are cut there and the pieces go through the word cache.
+  MergeTable charPairs_;
   std::array<int32_t, 256> byteIds_{};          // byte-level: id of each single byte; -1 if missing
   std::array<int32_t, 256> fallbackIds_{};      // byte_fallback: id of <0xXX>; -1 if missing
   int32_t unkId_ = -1;

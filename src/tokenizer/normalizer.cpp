@@ -28,6 +28,59 @@ void utf8procMap(std::string& text, int options) {
   std::free(out);  // on failure (never for well-formed input) the text stays unnormalized
 }
 
+// NFC leaves a code point alone when it has no decomposition, a zero combining class and cannot be the
+// second half of a composition (Hangul jamo and syllables compose algorithmically: never inert).
+bool nfcInert(uint32_t cp) {
+  if (cp < 0x80) return true;
+  if ((cp >= 0x1100 && cp <= 0x11FF) || (cp >= 0xAC00 && cp <= 0xD7A3)) return false;
+  const utf8proc_property_t* p = utf8proc_get_property(static_cast<utf8proc_int32_t>(cp));
+  return p->combining_class == 0 && p->decomp_seqindex == UINT16_MAX &&
+         (p->comb_index == UINT16_MAX || p->comb_index < 0x8000);
+}
+
+// A code point before which NFC can cut the text: zero combining class and never a composition second.
+bool nfcBoundary(uint32_t cp) {
+  if (cp < 0x80) return true;
+  if ((cp >= 0x1161 && cp <= 0x1175) || (cp >= 0x11A8 && cp <= 0x11C2)) return false;  // jamo V, T
+  const utf8proc_property_t* p = utf8proc_get_property(static_cast<utf8proc_int32_t>(cp));
+  return p->combining_class == 0 && (p->comb_index == UINT16_MAX || p->comb_index < 0x8000);
+}
+
+// NFC that only hands utf8proc the stretches (between safe boundaries) holding a code point NFC may change.
+void nfc(std::string& text, std::string& scratch) {
+  size_t i = 0;
+  const size_t n = text.size();
+  while (i < n && static_cast<uint8_t>(text[i]) < 0x80) ++i;
+  size_t segStart = 0, copied = 0, len = 0;
+  bool dirty = false, changed = false;
+  auto flush = [&](size_t end) {
+    if (!dirty) return;
+    if (!changed) scratch.clear();
+    changed = true;
+    scratch.append(text, copied, segStart - copied);
+    std::string seg = text.substr(segStart, end - segStart);
+    utf8procMap(seg, UTF8PROC_COMPOSE);
+    scratch += seg;
+    copied = end;
+  };
+  // Everything before the first non-ASCII byte is inert; start at the last boundary before it.
+  segStart = i > 0 ? i - 1 : 0;
+  for (; i < n; i += len) {
+    const uint8_t b = static_cast<uint8_t>(text[i]);
+    const uint32_t cp = b < 0x80 ? (len = 1, b) : utf8::decodeAt(text, i, &len);
+    if (nfcBoundary(cp)) {
+      flush(i);
+      segStart = i;
+      dirty = false;
+    }
+    dirty = dirty || !nfcInert(cp);
+  }
+  flush(n);
+  if (!changed) return;
+  scratch.append(text, copied, std::string::npos);
+  text.swap(scratch);
+}
+
 void lowercase(std::string& text, std::string& scratch) {
   scratch.clear();
   for (size_t i = 0; i < text.size();) {
@@ -127,7 +180,7 @@ Status Normalizer::addSteps(const nlohmann::json& j, std::vector<Step>& steps) {
 
 void Normalizer::applyStep(const Step& s, std::string& text, std::string& scratch) {
   switch (s.kind) {
-    case Kind::kNfc: utf8procMap(text, UTF8PROC_COMPOSE); break;
+    case Kind::kNfc: nfc(text, scratch); break;
     case Kind::kNfd: utf8procMap(text, UTF8PROC_DECOMPOSE); break;
     case Kind::kNfkc: utf8procMap(text, UTF8PROC_COMPOSE | UTF8PROC_COMPAT); break;
     case Kind::kNfkd: utf8procMap(text, UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT); break;

@@ -9,7 +9,11 @@
 
 #include <gtest/gtest.h>
 
+#include <utf8proc.h>
+
+#include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <random>
 
 namespace ewgpu {
@@ -160,7 +164,8 @@ TEST(Tokenizer, AddedTokenFlags) {
 // Naive BPE over strings: the oracle for the merge loop (lowest rank first, leftmost on ties).
 std::vector<std::string> naiveBpe(const std::string& word, const std::map<std::pair<std::string, std::string>, int>& ranks) {
   std::vector<std::string> syms;
-  for (char c : word) syms.emplace_back(1, c);
+  for (size_t i = 0; i < word.size(); i += utf8::leadLength(static_cast<uint8_t>(word[i])))
+    syms.push_back(word.substr(i, utf8::leadLength(static_cast<uint8_t>(word[i]))));
   for (;;) {
     int best = INT32_MAX;
     size_t at = 0;
@@ -201,6 +206,65 @@ TEST(Tokenizer, MergeLoopMatchesNaiveBpeOnRandomWords) {
       EXPECT_EQ(t.encode(word), ids) << "cached result differs: " << word;
       EXPECT_EQ(t.decode(ids), word);
     }
+  }
+}
+
+TEST(Tokenizer, CharacterLevelMergeLoopMatchesNaiveBpeOnLongWords) {
+  // SentencePiece-style: "▁" marks word starts, no pre-tokenizer, so whole sentences reach BPE and are cut
+  // where no vocab token joins the two neighbouring characters.
+  const std::string meta = "\xE2\x96\x81";
+  std::mt19937 rng(99);
+  for (int trial = 0; trial < 10; ++trial) {
+    std::vector<std::string> symbols = {"a", "b", "c", meta};
+    json vocab = {{"<unk>", 0}, {"a", 1}, {"b", 2}, {"c", 3}, {meta, 4}};
+    json merges = json::array();
+    std::map<std::pair<std::string, std::string>, int> ranks;
+    while (merges.size() < 40) {
+      const auto& l = symbols[rng() % symbols.size()];
+      const auto& r = symbols[rng() % symbols.size()];
+      // Like real files: "▁" only ever starts a token.
+      if (ranks.count({l, r}) || r.find(meta) != std::string::npos || (l + r).size() > 10) continue;
+      ranks[{l, r}] = static_cast<int>(merges.size());
+      merges.push_back(l + " " + r);
+      if (!vocab.contains(l + r)) vocab[l + r] = static_cast<int>(vocab.size());
+      symbols.push_back(l + r);
+    }
+    const json j = {{"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}, {"unk_token", "<unk>"}}},
+                    {"normalizer", {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", meta}}},
+                    {"decoder", {{"type", "Sequence"},
+                                 {"decoders", {{{"type", "Replace"}, {"pattern", {{"String", meta}}}, {"content", " "}},
+                                               {{"type", "Fuse"}}}}}}};
+    const Tokenizer t = load(j);
+    for (int w = 0; w < 30; ++w) {
+      std::string text;
+      for (size_t i = 0, n = 1 + rng() % 300; i < n; ++i) text += "abc  "[rng() % 5];
+      std::string normalized;
+      for (char c : text) normalized += c == ' ' ? meta : std::string(1, c);
+      const auto ids = t.encode(text);
+      EXPECT_EQ(tokens(t, ids), naiveBpe(normalized, ranks)) << text;
+      EXPECT_EQ(t.decode(ids), text);
+    }
+  }
+}
+
+TEST(Tokenizer, NfcMatchesUtf8procOnRandomStrings) {
+  // ASCII, precomposed letters, combining marks (in and out of canonical order), Hangul jamo and
+  // syllables, singletons (Å sign, Ohm), CJK, emoji.
+  const std::vector<uint32_t> pool = {'a', 'e', 'A', ' ', 0xE9, 0xC5, 0x301, 0x300, 0x323, 0x308, 0x30A, 0x1100,
+                                      0x1161, 0x11A8, 0xAC00, 0x212B, 0x2126, 0x4E2D, 0x1F600, 0x3099, 0x304B,
+                                      0x0915, 0x093C, 0x0B47, 0x0B3E};
+  auto n = Normalizer::fromJson({{"type", "NFC"}});
+  ASSERT_TRUE(n.ok());
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::string s;
+    for (size_t i = 0, len = rng() % 12; i < len; ++i) utf8::append(s, pool[rng() % pool.size()]);
+    std::string ours;
+    n->apply(s, ours);
+    utf8proc_uint8_t* ref = utf8proc_NFC(reinterpret_cast<const utf8proc_uint8_t*>(s.c_str()));
+    ASSERT_NE(ref, nullptr);
+    EXPECT_EQ(ours, std::string(reinterpret_cast<char*>(ref))) << s;
+    std::free(ref);
   }
 }
 
