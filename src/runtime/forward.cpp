@@ -94,11 +94,11 @@ Status Forward::createBuffers() {
 
   // RoPE table [ctx, R]: cos then sin of pos * inv_freq, computed in double (Llama-3 scaling included).
   const int R = c.rotaryDim();
-  std::optional<Llama3Scaling> scaling;
+  std::optional<ref::Llama3Scaling> scaling;
   if (c.rope_scaling && c.rope_scaling->rope_type == "llama3")
-    scaling = Llama3Scaling{c.rope_scaling->factor, c.rope_scaling->low_freq_factor, c.rope_scaling->high_freq_factor,
+    scaling = ref::Llama3Scaling{c.rope_scaling->factor, c.rope_scaling->low_freq_factor, c.rope_scaling->high_freq_factor,
                             c.rope_scaling->original_max_position_embeddings};
-  std::vector<double> inv = ropeInvFreq(R, c.rope_theta, scaling);
+  std::vector<double> inv = ref::ropeInvFreq(R, c.rope_theta, scaling);
   std::vector<float> table((size_t)ctx_len_ * R);
   for (uint32_t p = 0; p < ctx_len_; ++p)
     for (int i = 0; i < R / 2; ++i) {
