@@ -259,7 +259,7 @@ fn radix_select(mode: u32, target_in: u32, tid: u32) -> u32 {
   let copy = (tid % HIST_COPIES) * NBINS;
   for (var step = 0u; step < 4u; step++) {
     let shift = 24u - 8u * step;
-    let mask = select(0xFFFFFFFFu << (32u - 8u * step), 0u, step == 0u);
+    let mask = ~(0xFFFFFFFFu >> (8u * step));  // digits already decided
     for (var i = tid; i < V; i += WG) {
       let x = lval(i);
       let k = key_of(x);

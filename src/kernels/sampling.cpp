@@ -92,7 +92,7 @@ uint32_t kthLargestKey(std::vector<uint32_t> keys, size_t k) {
 // Top-p threshold key among tokens with key >= tk: the largest key t whose fixed-point mass
 // sum(q_i : key_i >= t) reaches ceil(Qtot * p24 / 2^24).
 uint32_t topPThreshold(const std::vector<float>& l, const std::vector<uint32_t>& keys, float m, float inv_t,
-                       uint32_t tk, float top_p) {
+                       uint32_t tk, float top_p, double* margin) {
   double zs = 0;
   for (size_t i = 0; i < l.size(); ++i)
     if (keys[i] >= tk) zs += std::exp(static_cast<double>((l[i] - m) * inv_t));
@@ -110,11 +110,16 @@ uint32_t topPThreshold(const std::vector<float>& l, const std::vector<uint32_t>&
   const uint64_t p24 = static_cast<uint64_t>(std::nearbyint(top_p * 16777216.0f));
   const uint64_t target = std::max<uint64_t>(1, (total * p24 + (1u << 24) - 1) >> 24);
   std::sort(kq.begin(), kq.end(), std::greater<>());
-  uint64_t acc = 0;
+  uint64_t acc = 0, before = 0;  // mass of the groups above the current one
   for (size_t i = 0; i < kq.size(); ++i) {
     acc += kq[i].second;
     const bool group_end = i + 1 == kq.size() || kq[i + 1].first != kq[i].first;
-    if (group_end && acc >= target) return kq[i].first;
+    if (!group_end) continue;
+    if (acc >= target) {
+      *margin = static_cast<double>(std::min(acc - target, target - before)) / static_cast<double>(total);
+      return kq[i].first;
+    }
+    before = acc;
   }
   return kq.empty() ? 0 : kq.back().first;
 }
@@ -217,8 +222,8 @@ SampleReference sampleReferenceFull(std::span<const float> logits, const Samplin
     const float inv_t = std::min(1.0f / p.temperature, 1e30f);
     uint32_t threshold = 0;
     if (p.top_k > 0 && p.top_k < vocab) threshold = kthLargestKey(keys, p.top_k);
-    if (p.top_p < 1.0f) threshold = topPThreshold(l, keys, m, inv_t, threshold, p.top_p);
-    double best_score = -INFINITY;
+    if (p.top_p < 1.0f) threshold = topPThreshold(l, keys, m, inv_t, threshold, p.top_p, &r.top_p_margin);
+    double best_score = -INFINITY, second_score = -INFINITY;
     r.token = -1;
     r.survivors = 0;
     for (size_t i = 0; i < vocab; ++i) {
@@ -227,10 +232,14 @@ SampleReference sampleReferenceFull(std::span<const float> logits, const Samplin
       const double s = static_cast<double>((l[i] - m) * inv_t);
       const double score = s - std::log(sampleExpDraw(p.seed, generated, static_cast<uint32_t>(i)));
       if (r.token < 0 || score > best_score) {
+        second_score = best_score;
         best_score = score;
         r.token = static_cast<int32_t>(i);
+      } else if (score > second_score) {
+        second_score = score;
       }
     }
+    r.score_gap = best_score - second_score;
   }
 
   const size_t n_top = std::min<size_t>({p.n_logprobs, kSampleMaxTop, vocab});

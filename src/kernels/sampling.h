@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <span>
@@ -82,6 +83,11 @@ struct SampleReference {
   std::vector<TopLogprob> top;
   uint32_t survivors = 0;      // tokens kept by top-k/top-p (1 for greedy)
   std::vector<float> processed;  // logits after penalties and bias (sanitised: NaN -> -FLT_MAX, clamped)
+  // How close the decision was (the GPU's f32 exp/log may legitimately decide otherwise only when these are
+  // tiny, see docs/sampling.md): the Gumbel score gap between the winner and the runner-up, and the distance
+  // of the top-p target from the cumulative mass on either side of the threshold, as a fraction of the mass.
+  double score_gap = INFINITY;
+  double top_p_margin = INFINITY;
 };
 
 // logits: [V] raw logits; counts: [V] the row's slot (bit 31 prompt, bits 0..30 generated); generated: tokens

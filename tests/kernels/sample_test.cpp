@@ -126,24 +126,36 @@ void runSteps(Rig& r, uint32_t n) {
 
 RowState freshRow(uint32_t slot, uint32_t pos) { return {slot, pos, 1, 0, 0, 0, 0, 0}; }
 
+// Decisions closer than this may legitimately differ between the GPU's f32 exp/log and the CPU's double
+// (docs/sampling.md); with random inputs they practically never are that close.
+constexpr double kScoreGapTolerance = 1e-4;   // Gumbel score units
+constexpr double kTopPMarginTolerance = 1e-7;  // fraction of the probability mass (~215 of 2^31 units)
+
+bool closeCall(const SampleReference& ref) {
+  return ref.score_gap < kScoreGapTolerance || ref.top_p_margin < kTopPMarginTolerance;
+}
+
 // The CPU model of one step for one row: the reference draw plus the row/counts update the kernel performs.
+// Where the GPU decided a close call the other way (`gpu`), the model follows the GPU's token.
 std::optional<SampleReference> simulateStep(RowState& row, std::vector<uint32_t>& counts, uint32_t V,
-                                            std::span<const float> logits, const SamplingParams& p, bool advance) {
+                                            std::span<const float> logits, const SamplingParams& p, bool advance,
+                                            const SampleOut* gpu = nullptr) {
   if (row[kRowActive] == 0) {
     ++row[kRowOutIndex];
     return std::nullopt;
   }
   std::span<uint32_t> slot(counts.data() + size_t(row[kRowSlot]) * V, V);
   SampleReference ref = sampleReferenceFull(logits, p, slot, row[kRowGenerated]);
-  uint32_t& c = slot[ref.token];
+  const int32_t token = gpu && gpu->active && gpu->token != ref.token && closeCall(ref) ? gpu->token : ref.token;
+  uint32_t& c = slot[token];
   c = (c & kCountPromptBit) | ((c + 1) & ~kCountPromptBit);
   ++row[kRowGenerated];
-  row[kRowToken] = ref.token;
+  row[kRowToken] = token;
   if (advance) ++row[kRowPos];
   ++row[kRowOutIndex];
   uint32_t finish = 0;
   for (int32_t s : p.stop_token_ids)
-    if (s == ref.token) finish = 1;
+    if (s == token) finish = 1;
   if (finish == 0 && row[kRowGenerated] >= p.max_tokens) finish = 2;
   row[kRowFinish] = finish;
   row[kRowActive] = finish ? 0 : 1;
@@ -157,6 +169,11 @@ SampleOut outAt(const std::vector<uint32_t>& out, const Rig& r, uint32_t b, uint
 void expectMatches(const SampleOut& got, const SampleReference& ref, const std::string& where) {
   SCOPED_TRACE(where);
   ASSERT_TRUE(got.active);
+  if (got.token != ref.token && closeCall(ref)) {
+    std::printf("[ sample ] %s: a close call decided otherwise (score gap %.3g, top-p margin %.3g)\n", where.c_str(),
+                ref.score_gap, ref.top_p_margin);
+    return;
+  }
   EXPECT_EQ(got.token, ref.token);
   EXPECT_NEAR(got.logprob, ref.logprob, 1e-4);
   ASSERT_EQ(got.top.size(), ref.top.size());
@@ -180,16 +197,14 @@ std::vector<std::vector<std::optional<SampleReference>>> runAndCompare(Rig& r, c
                                                                        bool advance = true) {
   upload(r, p, rows);
   runSteps(r, steps);
-  std::vector<std::vector<std::optional<SampleReference>>> refs(steps);
-  for (uint32_t k = 0; k < steps; ++k)
-    for (uint32_t b = 0; b < r.B; ++b)
-      refs[k].push_back(simulateStep(rows[b], r.counts_host, r.V, r.stepRow(k, b), p[b], advance));
   Context& ctx = sharedContext();
   auto out = readWords(ctx, r.out, size_t(r.B) * kKmax * kSampleOutWords);
+  std::vector<std::vector<std::optional<SampleReference>>> refs(steps);
   for (uint32_t k = 0; k < steps; ++k) {
     for (uint32_t b = 0; b < r.B; ++b) {
       const std::string where = "step " + std::to_string(k) + " row " + std::to_string(b);
       SampleOut got = outAt(out, r, b, k);
+      refs[k].push_back(simulateStep(rows[b], r.counts_host, r.V, r.stepRow(k, b), p[b], advance, &got));
       if (refs[k][b]) {
         expectMatches(got, *refs[k][b], where);
       } else {
@@ -397,8 +412,11 @@ TEST(SampleKernel, TopKAndTopPThresholdsAreExact) {
   auto refs = runAndCompare(r, p, rows, 1);
   auto got_rows = readWords(sharedContext(), r.rows, size_t(B) * kSampleRowWords);
   for (uint32_t b = 0; b < B; ++b) {
-    EXPECT_EQ(got_rows[b * kSampleRowWords + kRowStats], refs[0][b]->survivors) << "row " << b;
-    std::printf("[ sample ] row %u: %u survivors of %u\n", b, refs[0][b]->survivors, V);
+    const SampleReference& ref = *refs[0][b];
+    std::printf("[ sample ] row %u: %u survivors of %u (top-p margin %.3g of the mass)\n", b, ref.survivors, V,
+                ref.top_p_margin);
+    if (ref.top_p_margin >= kTopPMarginTolerance)
+      EXPECT_EQ(got_rows[b * kSampleRowWords + kRowStats], ref.survivors) << "row " << b;
   }
   EXPECT_LT(refs[0][0]->survivors, 40u);
   EXPECT_GT(refs[0][1]->survivors, V / 2);
@@ -457,7 +475,8 @@ TEST(SampleKernel, DrawFrequenciesFollowTheDistribution) {
         ASSERT_GE(o.token, 0);
         ASSERT_LT(o.token, int(V));
         ++hits[b % 2][o.token];
-        ASSERT_EQ(o.token, sampleReference(r.stepRow(k, b), p[b], no_counts, sub * K + k)) << b << " " << k;
+        const SampleReference ref = sampleReferenceFull(r.stepRow(k, b), p[b], no_counts, sub * K + k);
+        ASSERT_TRUE(o.token == ref.token || closeCall(ref)) << b << " " << k;
       }
   }
   const double n = 2000;
@@ -540,12 +559,15 @@ TEST(SampleKernel, TopNBreaksTiesByLowestId) {
   EXPECT_EQ(top[19].id, 17);  // 0..17 without 5
 }
 
-// Wall clock per dispatch at V = 151936 (a printout, not an assertion).
+// Cost of one step at V = 151936 (a printout, not an assertion): kKmax steps in one submission, wall clock per
+// step (copy + dispatch, submit and wait amortised) and GPU time per step from pass timestamps when available.
+// On another adapter: sample_test --gtest_filter=SampleKernel.ReportsDispatchCost
 TEST(SampleKernel, ReportsDispatchCost) {
-  const uint32_t V = kQwenVocab;
+  const uint32_t V = kQwenVocab, K = kKmax;
   std::mt19937 rng(1);
-  Rig r = makeRig(1, V, 1);
-  r.step_logits = randomLogits(rng, V, 0.02f);
+  Rig r = makeRig(1, V, K);
+  const std::vector<float> flat = randomLogits(rng, V, 0.02f);  // a random-weight model's row
+  for (uint32_t k = 0; k < K; ++k) r.step_logits.insert(r.step_logits.end(), flat.begin(), flat.end());
   struct Setting {
     const char* name;
     SamplingParams p;
@@ -554,20 +576,33 @@ TEST(SampleKernel, ReportsDispatchCost) {
   settings[0].name = "greedy", settings[0].p.temperature = 0;
   settings[1].name = "temperature 1", settings[1].p.temperature = 1;
   settings[2].name = "top_p 0.95", settings[2].p.top_p = 0.95f;
-  settings[3].name = "top_k 50 + top_p 0.95 + 20 logprobs", settings[3].p.top_k = 50, settings[3].p.top_p = 0.95f;
+  settings[3].name = "top_k 50, top_p 0.95, 20 logprobs", settings[3].p.top_k = 50, settings[3].p.top_p = 0.95f;
   settings[3].p.logprobs = true, settings[3].p.n_logprobs = 20;
+  auto timer = gpu::Timer::create(sharedContext());
+  ASSERT_TRUE(timer.ok());
   for (auto& s : settings) {
     upload(r, {s.p}, {freshRow(0, 0)});
-    runSteps(r, 1);  // warm-up (pipeline, first touch)
-    const int reps = 3;
-    auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < reps; ++i) {
-      upload(r, {s.p}, {freshRow(0, 0)});
-      runSteps(r, 1);
+    runSteps(r, K);  // warm-up
+    upload(r, {s.p}, {freshRow(0, 0)});
+    Context& ctx = sharedContext();
+    gpu::Recorder rec(ctx);
+    if ((*timer)->available()) rec.setTimer(timer->get());
+    const auto t0 = std::chrono::steady_clock::now();
+    for (uint32_t k = 0; k < K; ++k) {
+      rec.copy(r.steps, uint64_t(k) * V * 4, r.logits, 0, uint64_t(V) * 4);
+      rec.dispatch(*r.kernel, r.bg, 1);
     }
+    if ((*timer)->available()) (*timer)->resolve(rec);
+    ASSERT_TRUE(rec.submit().ok());
+    ASSERT_TRUE(ctx.finish().ok());
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("[ sample ] V=%u %-38s %8.2f ms per step (copy + dispatch + submit + finish, %s)\n", V, s.name,
-                ms / reps, sharedContext().info().description.c_str());
+    double gpu_ms = -1;
+    if ((*timer)->available()) {
+      auto ns = (*timer)->readTotalNs(ctx);
+      if (ns.ok()) gpu_ms = *ns / 1e6;
+    }
+    std::printf("[ sample ] V=%u %-34s wall %8.3f ms/step, gpu %8.3f ms/step (%s)\n", V, s.name, ms / K, gpu_ms / K,
+                ctx.info().description.c_str());
   }
 }
 
