@@ -10,6 +10,7 @@
 // strings on the CPU (text after the match is discarded, the row is deactivated before the next submission).
 #pragma once
 
+#include "gpu/readback.h"
 #include "kernels/sampling.h"
 #include "runtime/forward.h"
 #include "tokenizer/tokenizer.h"
