@@ -7,16 +7,16 @@
 //
 // Tolerance: max |reference - transformers| <= 2e-5 * max |logit|. Transformers runs in fp32 on the same weights, so
 // only its float32 rounding differs (measured below 3.5e-6 relative; its own full-vs-decode gap is of that size).
-#include "model/model_folder.h"
-#include "model/reference_model.h"
-
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "model/model_folder.h"
+#include "model/reference_model.h"
 
 namespace ewgpu {
 namespace {
@@ -84,9 +84,9 @@ TEST_P(TransformersFixtureTest, LogitsMatchTransformers) {
   }
   const double decode_diff = maxRowDiff(steps, vocab, decode);
 
-  std::cout << "[ fixture ] " << GetParam().model << "/" << GetParam().quant << ": max|logit| " << scale << ", full max|d| " << full_diff
-            << ", decode max|d| " << decode_diff << " (transformers " << ref.value("transformers", "?") << ", torch "
-            << ref.value("torch", "?") << ")\n";
+  std::cout << "[ fixture ] " << GetParam().model << "/" << GetParam().quant << ": max|logit| " << scale
+            << ", full max|d| " << full_diff << ", decode max|d| " << decode_diff << " (transformers "
+            << ref.value("transformers", "?") << ", torch " << ref.value("torch", "?") << ")\n";
   EXPECT_LE(full_diff, kRelativeTolerance * scale);
   EXPECT_LE(decode_diff, kRelativeTolerance * scale);
 }
@@ -99,7 +99,9 @@ std::vector<Fixture> allFixtures() {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryFixture, TransformersFixtureTest, ::testing::ValuesIn(allFixtures()),
-                         [](const ::testing::TestParamInfo<Fixture>& i) { return i.param.model + "_" + i.param.quant; });
+                         [](const ::testing::TestParamInfo<Fixture>& i) {
+                           return i.param.model + "_" + i.param.quant;
+                         });
 
 }  // namespace
 }  // namespace ewgpu
