@@ -247,16 +247,16 @@ namespace {
 // One chunk of one value head (§6.8). Rows are the chunk's L tokens; q, k rows [dk], v rows [dv] (pointers with
 // row strides); S [dk, dv] is the incoming state, replaced by the outgoing one; o rows [dv] are written.
 struct ChunkHead {
-  int L, dk, dv;              // chunk length, key and value head dims
-  const float* q;             // row r at q + r * k_stride, [dk]
-  const float* k;             // row r at k + r * k_stride, [dk]
-  const float* v;             // row r at v + r * v_stride, [dv]
-  size_t k_stride, v_stride;  //
-  const float* g;             // log decay of row r at g[r * gate_stride]
-  const float* beta;          // beta of row r at beta[r * gate_stride]
-  size_t gate_stride;         //
-  float* o;                   // output row r at o + r * o_stride, [dv]
-  size_t o_stride;            //
+  int L, dk, dv;   // chunk length, key and value head dims
+  const float* q;  // row r at q + r * k_stride, [dk]
+  const float* k;  // row r at k + r * k_stride, [dk]
+  const float* v;  // row r at v + r * v_stride, [dv]
+  size_t k_stride, v_stride;
+  const float* g;     // log decay of row r at g[r * gate_stride]
+  const float* beta;  // beta of row r at beta[r * gate_stride]
+  size_t gate_stride;
+  float* o;  // output row r at o + r * o_stride, [dv]
+  size_t o_stride;
 };
 
 double dot(const float* a, const float* b, int n) {
