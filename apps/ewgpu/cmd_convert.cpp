@@ -1,10 +1,10 @@
 // `ewgpu convert HF_DIR OUT_DIR`: a HF checkpoint (config.json + safetensors) -> an MLC folder, used to run
 // the engine against transformers on the same weights.
+#include <cstdio>
+
 #include "command.h"
 #include "model/hf_convert.h"
 #include "model/model_folder.h"
-
-#include <cstdio>
 
 namespace ewgpu::cli {
 namespace {
@@ -14,9 +14,9 @@ int runConvert(const Args& a) {
   auto pos = positionals(a, {"--quant", "--tokenizer"});
   auto tokenizer = flagValue(a, "--tokenizer");
   if (pos.size() != 2 || !tokenizer)
-    return reportError(makeError(ErrorCode::kBadRequest,
-                                 "usage: convert HF_DIR OUT_DIR --tokenizer PATH [--quant q0f32|q4f16_1|...]"),
-                       json);
+    return reportError(
+        makeError(ErrorCode::kBadRequest, "usage: convert HF_DIR OUT_DIR --tokenizer PATH [--quant q0f32|q4f16_1|...]"),
+        json);
   auto quant = quantFromName(flagValue(a, "--quant").value_or("q0f32"));
   if (!quant) return reportError(makeError(ErrorCode::kBadRequest, "unknown --quant"), json);
   auto st = convertHfFolder(pos[0], pos[1], *quant, *tokenizer);

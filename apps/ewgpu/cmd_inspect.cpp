@@ -1,8 +1,8 @@
 // `ewgpu inspect MODEL_DIR`: validates an MLC folder and prints what it holds and what decoding reads.
+#include <cstdio>
+
 #include "command.h"
 #include "model/model_folder.h"
-
-#include <cstdio>
 
 namespace ewgpu::cli {
 namespace {

@@ -1,11 +1,11 @@
 // `ewgpu make-tiny`: writes a random MLC model folder (tiny dims for tests, or a real model's shape for
 // GPU benchmarks) with a given tokenizer.json.
+#include <chrono>
+#include <cstdio>
+
 #include "command.h"
 #include "model/model_folder.h"
 #include "model/tiny_model.h"
-
-#include <chrono>
-#include <cstdio>
 
 namespace ewgpu::cli {
 namespace {
@@ -25,8 +25,8 @@ bool intFlag(const Args& a, const std::string& name, int& out) {
 
 int runMakeTiny(const Args& a) {
   bool json = hasFlag(a, "--json");
-  const std::vector<std::string> valued = {"--arch",  "--quant",  "--tokenizer",     "--seed",   "--hidden",
-                                           "--layers", "--shape", "--intermediate", "--heads",  "--kv-heads",
+  const std::vector<std::string> valued = {"--arch",     "--quant", "--tokenizer",    "--seed",  "--hidden",
+                                           "--layers",   "--shape", "--intermediate", "--heads", "--kv-heads",
                                            "--head-dim", "--vocab", "--template"};
   auto pos = positionals(a, valued);
   auto tokenizer = flagValue(a, "--tokenizer");
@@ -68,9 +68,14 @@ int runMakeTiny(const Args& a) {
   if (!folder.ok()) return reportError(folder.error(), json);
   WeightTraffic w = weightTraffic(folder->config());
   if (json) {
-    std::printf("%s\n", nlohmann::json{{"dir", pos[0]}, {"arch", archName(spec.arch)}, {"quant", quantName(spec.quant)},
-                                       {"parameters", w.parameters}, {"weight_bytes", w.weight_bytes},
-                                       {"seconds", secs}}.dump().c_str());
+    std::printf("%s\n", nlohmann::json{{"dir", pos[0]},
+                                       {"arch", archName(spec.arch)},
+                                       {"quant", quantName(spec.quant)},
+                                       {"parameters", w.parameters},
+                                       {"weight_bytes", w.weight_bytes},
+                                       {"seconds", secs}}
+                            .dump()
+                            .c_str());
   } else {
     std::printf("wrote %s: %s %s, %lld parameters, %.1f MB of weights in %.2f s\n", pos[0].c_str(),
                 std::string(archName(spec.arch)).c_str(), std::string(quantName(spec.quant)).c_str(),
@@ -79,8 +84,7 @@ int runMakeTiny(const Args& a) {
   return 0;
 }
 
-Registration reg{{"make-tiny",
-                  "make-tiny OUT_DIR --tokenizer PATH [--arch A] [--quant Q] [--shape S] [--seed N] [...]",
+Registration reg{{"make-tiny", "make-tiny OUT_DIR --tokenizer PATH [--arch A] [--quant Q] [--shape S] [--seed N] [...]",
                   "write a random MLC model folder (tiny test dims or a real model's shape)", runMakeTiny}};
 
 }  // namespace

@@ -1,9 +1,9 @@
 // mlc-chat-config.json writing: model_config fields per architecture (mlc-format.md §1.3), runtime fields,
 // conversation template presets (§4.4), and the tokenizer facts the writer needs (vocab size, §6.2 info).
-#include "model/tiny_model.h"
-
 #include <cstdio>
 #include <cstdlib>
+
+#include "model/tiny_model.h"
 
 namespace ewgpu {
 
@@ -22,8 +22,8 @@ double shortFloat(float f) {
   return f;
 }
 
-json chatmlLike(const std::string& name, const std::string& system, const std::string& assistant,
-                json stopStr, json stopIds) {
+json chatmlLike(const std::string& name, const std::string& system, const std::string& assistant, json stopStr,
+                json stopIds) {
   return {{"name", name},
           {"system_template", "<|im_start|>system\n{system_message}<|im_end|>\n"},
           {"system_message", system},
@@ -43,12 +43,18 @@ json chatmlLike(const std::string& name, const std::string& system, const std::s
 }
 
 json modelConfigFields(const ModelConfig& c) {
-  json m = {{"hidden_size", c.hidden},         {"intermediate_size", c.intermediate},
-            {"num_attention_heads", c.n_heads}, {"num_hidden_layers", c.n_layers},
-            {"num_key_value_heads", c.n_kv_heads}, {"head_dim", c.head_dim},
-            {"rms_norm_eps", shortFloat(c.rms_eps)},       {"vocab_size", c.vocab},
-            {"context_window_size", c.context_window}, {"prefill_chunk_size", c.prefill_chunk},
-            {"tensor_parallel_shards", 1},     {"max_batch_size", 1}};
+  json m = {{"hidden_size", c.hidden},
+            {"intermediate_size", c.intermediate},
+            {"num_attention_heads", c.n_heads},
+            {"num_hidden_layers", c.n_layers},
+            {"num_key_value_heads", c.n_kv_heads},
+            {"head_dim", c.head_dim},
+            {"rms_norm_eps", shortFloat(c.rms_eps)},
+            {"vocab_size", c.vocab},
+            {"context_window_size", c.context_window},
+            {"prefill_chunk_size", c.prefill_chunk},
+            {"tensor_parallel_shards", 1},
+            {"max_batch_size", 1}};
   bool attnBias = c.o_bias;  // qwen3/qwen3_5: attention_bias drives both biases
   switch (c.arch) {
     case Arch::kLlama:
@@ -57,7 +63,9 @@ json modelConfigFields(const ModelConfig& c) {
       m["pipeline_parallel_stages"] = 1;
       if (c.rope_scaling) {
         const RopeScaling& r = *c.rope_scaling;
-        m["rope_scaling"] = {{"rope_type", r.rope_type}, {"factor", shortFloat(r.factor)}, {"low_freq_factor", shortFloat(r.low_freq_factor)},
+        m["rope_scaling"] = {{"rope_type", r.rope_type},
+                             {"factor", shortFloat(r.factor)},
+                             {"low_freq_factor", shortFloat(r.low_freq_factor)},
                              {"high_freq_factor", shortFloat(r.high_freq_factor)},
                              {"original_max_position_embeddings", r.original_max_position_embeddings}};
       } else {
@@ -135,11 +143,16 @@ json convTemplatePreset(std::string_view name) {
 
 std::string_view defaultConvTemplateName(Arch a) {
   switch (a) {
-    case Arch::kLlama: return "llama-3";
-    case Arch::kMistral: return "chatml";
-    case Arch::kQwen2: return "qwen2";
-    case Arch::kQwen3: return "qwen3";
-    case Arch::kQwen3_5: return "qwen3_5_nothink";
+    case Arch::kLlama:
+      return "llama-3";
+    case Arch::kMistral:
+      return "chatml";
+    case Arch::kQwen2:
+      return "qwen2";
+    case Arch::kQwen3:
+      return "qwen3";
+    case Arch::kQwen3_5:
+      return "qwen3_5_nothink";
   }
   return "chatml";
 }

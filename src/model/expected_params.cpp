@@ -17,8 +17,13 @@ class ParamList {
       return;
     }
     int64_t groups = (cols + q_.group_size - 1) / q_.group_size;
-    params.push_back({module + ".q_weight", {rows, groups * q_.words_per_group}, DType::kU32, ParamKind::kQWeight,
-                      module, rows, cols});
+    params.push_back({module + ".q_weight",
+                      {rows, groups * q_.words_per_group},
+                      DType::kU32,
+                      ParamKind::kQWeight,
+                      module,
+                      rows,
+                      cols});
     DType scaleType = q_.f32_scales ? DType::kF32 : DType::kF16;
     params.push_back({module + ".q_scale", {rows, groups}, scaleType, ParamKind::kQScale, module, rows, cols});
   }

@@ -3,12 +3,12 @@
 // enumerate the same list.
 #pragma once
 
-#include "model/model_config.h"
-#include "model/tensor_cache.h"
-
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "model/model_config.h"
+#include "model/tensor_cache.h"
 
 namespace ewgpu {
 
@@ -21,12 +21,12 @@ enum class ParamKind {
 };
 
 struct ParamSpec {
-  std::string name;             // "model.layers.0.mlp.down_proj.q_weight"
-  std::vector<int64_t> shape;   // stored (logical) shape as in tensor-cache.json
+  std::string name;            // "model.layers.0.mlp.down_proj.q_weight"
+  std::vector<int64_t> shape;  // stored (logical) shape as in tensor-cache.json
   DType dtype = DType::kF16;
   ParamKind kind = ParamKind::kVector;
-  std::string module;           // owning module ("model.layers.0.mlp.down_proj"); == name for kVector/kConv
-  int64_t rows = 0, cols = 0;   // logical [N, K] of the matrix for kQWeight/kQScale/kWeight; numel,1 otherwise
+  std::string module;          // owning module ("model.layers.0.mlp.down_proj"); == name for kVector/kConv
+  int64_t rows = 0, cols = 0;  // logical [N, K] of the matrix for kQWeight/kQScale/kWeight; numel,1 otherwise
 };
 
 // A linear layer or embedding as a logical [rows=out, cols=in] matrix.

@@ -1,13 +1,13 @@
 // HF -> MLC conversion for the transformers cross-check (mlc-format.md §3; qwen3_5-architecture.md §1-2).
 #include "model/hf_convert.h"
 
-#include "model/expected_params.h"
-#include "model/safetensors.h"
-
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
+
+#include "model/expected_params.h"
+#include "model/safetensors.h"
 
 namespace ewgpu {
 
@@ -15,7 +15,8 @@ namespace {
 
 using json = nlohmann::json;
 
-Error hfError(const std::string& file, const std::string& problem, const std::string& msg, json extra = json::object()) {
+Error hfError(const std::string& file, const std::string& problem, const std::string& msg,
+              json extra = json::object()) {
   json d = {{"file", file}, {"problem", problem}};
   d.update(extra);
   return makeError(ErrorCode::kInvalidModelFolder, file + ": " + msg, std::move(d));
@@ -101,11 +102,11 @@ static Result<ModelConfig> modelConfigFromHfUnchecked(const json& hfIn, Quant qu
   if (!hfIn.is_object()) return hfError("config.json", "bad_json", "is not a JSON object");
   json hf = textConfig(hfIn);
   json mc = json::object();
-  for (const char* k : {"hidden_size", "intermediate_size", "num_attention_heads", "num_hidden_layers",
-                        "num_key_value_heads", "head_dim", "rms_norm_eps", "vocab_size", "tie_word_embeddings",
-                        "attention_bias", "rope_theta", "rope_scaling", "linear_key_head_dim",
-                        "linear_value_head_dim", "linear_num_key_heads", "linear_num_value_heads",
-                        "linear_conv_kernel_dim", "full_attention_interval", "partial_rotary_factor"})
+  for (const char* k :
+       {"hidden_size", "intermediate_size", "num_attention_heads", "num_hidden_layers", "num_key_value_heads",
+        "head_dim", "rms_norm_eps", "vocab_size", "tie_word_embeddings", "attention_bias", "rope_theta", "rope_scaling",
+        "linear_key_head_dim", "linear_value_head_dim", "linear_num_key_heads", "linear_num_value_heads",
+        "linear_conv_kernel_dim", "full_attention_interval", "partial_rotary_factor"})
     copyIfPresent(hf, mc, k);
   if (hf.contains("rope_parameters") && hf["rope_parameters"].is_object()) {
     copyIfPresent(hf["rope_parameters"], mc, "rope_theta");

@@ -3,13 +3,12 @@
 // conv1d weight rename, "model." or "model.language_model." prefixes) and calls writeMlcFolder.
 #pragma once
 
+#include <nlohmann/json.hpp>
+#include <string>
+
 #include "base/error.h"
 #include "model/model_config.h"
 #include "model/tiny_model.h"
-
-#include <nlohmann/json.hpp>
-
-#include <string>
 
 namespace ewgpu {
 

@@ -2,12 +2,12 @@
 // pieces declared in mlc_writer.h.
 #include "model/mlc_writer.h"
 
-#include "base/half.h"
-#include "model/quantize.h"
-
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "base/half.h"
+#include "model/quantize.h"
 
 namespace ewgpu {
 
@@ -114,8 +114,10 @@ ModelConfig finalizeWriterConfig(ModelConfig c, const TokenizerFacts& tok) {
     // The preset ids are those of the family's real tokenizer; use the ids of this tokenizer instead.
     json ids = json::array();
     for (const auto& s : t.value("stop_str", json::array()))
-      if (!s.is_string()) continue;
-      else if (auto it = tok.added.find(s.get<std::string>()); it != tok.added.end()) ids.push_back(it->second);
+      if (!s.is_string())
+        continue;
+      else if (auto it = tok.added.find(s.get<std::string>()); it != tok.added.end())
+        ids.push_back(it->second);
     if (!ids.empty()) t["stop_token_ids"] = ids;
     if (t.value("system_prefix_token_ids", json()).is_array()) {
       if (auto it = tok.added.find("<|begin_of_text|>"); it != tok.added.end())
@@ -164,8 +166,9 @@ Status finishMlcFolder(const std::string& out_dir, const ModelConfig& c, ShardWr
   std::error_code ec;
   std::filesystem::copy_file(tokenizer_json_path, out_dir + "/tokenizer.json",
                              std::filesystem::copy_options::overwrite_existing, ec);
-  if (ec) return makeError(ErrorCode::kIo, "cannot copy " + tokenizer_json_path + ": " + ec.message(),
-                           {{"path", tokenizer_json_path}});
+  if (ec)
+    return makeError(ErrorCode::kIo, "cannot copy " + tokenizer_json_path + ": " + ec.message(),
+                     {{"path", tokenizer_json_path}});
   return {};
 }
 
@@ -189,9 +192,9 @@ Status writeMlcFolder(const std::string& out_dir, const ModelConfig& cfg, const 
       return makeError(ErrorCode::kInvalidModelFolder, "no weight for " + key,
                        {{"problem", "missing_weight"}, {"tensor", key}});
     if ((int64_t)it->second.size() != p.rows * p.cols)
-      return makeError(ErrorCode::kInvalidModelFolder, key + " has the wrong number of values",
-                       {{"problem", "wrong_size"}, {"tensor", key}, {"expected", p.rows * p.cols},
-                        {"actual", it->second.size()}});
+      return makeError(
+          ErrorCode::kInvalidModelFolder, key + " has the wrong number of values",
+          {{"problem", "wrong_size"}, {"tensor", key}, {"expected", p.rows * p.cols}, {"actual", it->second.size()}});
     if (matrix) {
       EWGPU_TRY(writeMatrix(w, c, p, p.kind == ParamKind::kQWeight ? &specs[i + 1] : nullptr, it->second));
     } else {

@@ -2,19 +2,19 @@
 // facts, config finalisation, per-record encoding, and the files written around the shards.
 #pragma once
 
+#include <map>
+#include <string>
+
 #include "model/expected_params.h"
 #include "model/shard_writer.h"
 #include "model/tiny_model.h"
 
-#include <map>
-#include <string>
-
 namespace ewgpu {
 
 struct TokenizerFacts {
-  int vocab = 0;                      // max id + 1 over model.vocab and added_tokens
-  std::map<std::string, int> added;   // added token content -> id
-  nlohmann::json info;                // tokenizer_info (mlc-format.md §6.2)
+  int vocab = 0;                     // max id + 1 over model.vocab and added_tokens
+  std::map<std::string, int> added;  // added token content -> id
+  nlohmann::json info;               // tokenizer_info (mlc-format.md §6.2)
 };
 Result<TokenizerFacts> readTokenizerFacts(const std::string& tokenizer_json_path);
 

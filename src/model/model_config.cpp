@@ -81,11 +81,11 @@ class FieldReader {
   const std::string& file_;
 };
 
-#define EWGPU_ASSIGN(lhs, expr)            \
-  do {                                     \
-    auto r_ = (expr);                      \
+#define EWGPU_ASSIGN(lhs, expr)                 \
+  do {                                          \
+    auto r_ = (expr);                           \
     if (!r_.ok()) return std::move(r_).error(); \
-    lhs = std::move(r_).value();           \
+    lhs = std::move(r_).value();                \
   } while (0)
 
 Result<std::optional<RopeScaling>> parseRopeScaling(const FieldReader& f, const std::string& file) {
@@ -226,11 +226,16 @@ std::optional<Quant> quantFromName(std::string_view s) {
 
 QuantSpec quantSpec(Quant q) {
   switch (q) {
-    case Quant::kQ4F16_1: return {true, 4, 32, 8, 4, 7, false, false};
-    case Quant::kQ4F32_1: return {true, 4, 32, 8, 4, 7, true, true};
-    case Quant::kQ3F16_1: return {true, 3, 40, 10, 4, 3, false, false};
-    case Quant::kQ0F16: return {false, 0, 0, 0, 0, 0, false, false};
-    case Quant::kQ0F32: return {false, 0, 0, 0, 0, 0, true, true};
+    case Quant::kQ4F16_1:
+      return {true, 4, 32, 8, 4, 7, false, false};
+    case Quant::kQ4F32_1:
+      return {true, 4, 32, 8, 4, 7, true, true};
+    case Quant::kQ3F16_1:
+      return {true, 3, 40, 10, 4, 3, false, false};
+    case Quant::kQ0F16:
+      return {false, 0, 0, 0, 0, 0, false, false};
+    case Quant::kQ0F32:
+      return {false, 0, 0, 0, 0, 0, true, true};
   }
   return {};
 }
@@ -242,7 +247,7 @@ bool ModelConfig::isFullAttention(int layer) const {
 
 int ModelConfig::rotaryDim() const { return (int)(head_dim * partial_rotary_factor); }
 
-Result<ModelConfig> parseModelConfig(const nlohmann::json& j, const std::string& path) {
+static Result<ModelConfig> parseModelConfigUnchecked(const nlohmann::json& j, const std::string& path) {
   if (!j.is_object()) return fieldError(path, "", "wrong_type", "document is not a JSON object");
   ModelConfig c;
   c.raw = j;
@@ -267,6 +272,14 @@ Result<ModelConfig> parseModelConfig(const nlohmann::json& j, const std::string&
   return c;
 }
 
+Result<ModelConfig> parseModelConfig(const nlohmann::json& j, const std::string& path) {
+  try {  // json accessors throw on unexpected types inside nested objects: report, never throw
+    return parseModelConfigUnchecked(j, path);
+  } catch (const nlohmann::json::exception& e) {
+    return fieldError(path, "", "wrong_type", std::string("has a value of unexpected type: ") + e.what());
+  }
+}
+
 Result<ModelConfig> loadModelConfig(const std::string& path) {
   std::string name = path.substr(path.find_last_of('/') + 1);
   std::ifstream in(path, std::ios::binary);
@@ -276,7 +289,8 @@ Result<ModelConfig> loadModelConfig(const std::string& path) {
   ss << in.rdbuf();
   nlohmann::json j = nlohmann::json::parse(ss.str(), nullptr, false);
   if (j.is_discarded())
-    return makeError(ErrorCode::kInvalidModelFolder, path + " is not valid JSON", {{"file", name}, {"problem", "bad_json"}});
+    return makeError(ErrorCode::kInvalidModelFolder, path + " is not valid JSON",
+                     {{"file", name}, {"problem", "bad_json"}});
   return parseModelConfig(j, name);
 }
 

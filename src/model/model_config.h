@@ -3,23 +3,22 @@
 // needs that is missing or of the wrong type is INVALID_MODEL_FOLDER with detail {file, field, problem}.
 #pragma once
 
-#include "base/error.h"
-
 #include <nlohmann/json.hpp>
-
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/error.h"
 
 namespace ewgpu {
 
 enum class Arch { kLlama, kMistral, kQwen2, kQwen3, kQwen3_5 };
 enum class Quant { kQ4F16_1, kQ4F32_1, kQ0F16, kQ0F32, kQ3F16_1 };
 
-std::string_view archName(Arch a);                      // "llama", ..., "qwen3_5"
-std::optional<Arch> archFromName(std::string_view s);   // accepts "qwen3_5_text" as kQwen3_5
-std::string_view quantName(Quant q);                    // "q4f16_1", ...
+std::string_view archName(Arch a);                     // "llama", ..., "qwen3_5"
+std::optional<Arch> archFromName(std::string_view s);  // accepts "qwen3_5_text" as kQwen3_5
+std::string_view quantName(Quant q);                   // "q4f16_1", ...
 std::optional<Quant> quantFromName(std::string_view s);
 
 // Constants of a quantization (mlc-format.md §2.1). For q0*: quantized=false and the group fields are 0.
@@ -52,10 +51,10 @@ struct ModelConfig {
   int hidden = 0;        // H, residual width
   int intermediate = 0;  // I, MLP width (gate/up rows each)
   int n_layers = 0;
-  int n_heads = 0;       // query heads of (full) attention
+  int n_heads = 0;  // query heads of (full) attention
   int n_kv_heads = 0;
-  int head_dim = 0;      // D (explicit for qwen3/qwen3_5; hidden/n_heads by default elsewhere)
-  int vocab = 0;         // embedding rows (vocab_size), may exceed the tokenizer's size
+  int head_dim = 0;  // D (explicit for qwen3/qwen3_5; hidden/n_heads by default elsewhere)
+  int vocab = 0;     // embedding rows (vocab_size), may exceed the tokenizer's size
   float rms_eps = 1e-6f;
   double rope_theta = 10000.0;
   std::optional<RopeScaling> rope_scaling;
@@ -78,8 +77,7 @@ struct ModelConfig {
   int prefill_chunk = 0;
   int sliding_window = -1;  // -1 = disabled
   int active_vocab = 0;     // logits at index >= this are masked (defaults to vocab)
-  float temperature = 1.0f, top_p = 1.0f, presence_penalty = 0.0f, frequency_penalty = 0.0f,
-        repetition_penalty = 1.0f;
+  float temperature = 1.0f, top_p = 1.0f, presence_penalty = 0.0f, frequency_penalty = 0.0f, repetition_penalty = 1.0f;
   nlohmann::json conv_template;   // object (or a legacy string name)
   nlohmann::json tokenizer_info;  // {token_postproc_method, prepend_space_in_encode, strip_space_in_decode}
   std::vector<std::string> tokenizer_files;

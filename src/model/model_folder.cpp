@@ -2,13 +2,14 @@
 // md5 verification (mlc-format.md §1.7).
 #include "model/model_folder.h"
 
-#include "base/md5.h"
-#include "base/half.h"
+#include <sys/stat.h>
 
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <sys/stat.h>
+
+#include "base/half.h"
+#include "base/md5.h"
 
 namespace ewgpu {
 

@@ -4,12 +4,6 @@
 // reading shard contents; md5 checking is separate (verifyChecksums).
 #pragma once
 
-#include "base/error.h"
-#include "base/mapped_file.h"
-#include "model/expected_params.h"
-#include "model/model_config.h"
-#include "model/tensor_cache.h"
-
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -18,6 +12,12 @@
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "base/error.h"
+#include "base/mapped_file.h"
+#include "model/expected_params.h"
+#include "model/model_config.h"
+#include "model/tensor_cache.h"
 
 namespace ewgpu {
 

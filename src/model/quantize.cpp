@@ -1,10 +1,10 @@
 // Group quantization encode/decode for q4f16_1, q4f32_1, q3f16_1 (mlc-format.md §2.3-2.5, NK layout).
 #include "model/quantize.h"
 
-#include "base/half.h"
-
 #include <algorithm>
 #include <cmath>
+
+#include "base/half.h"
 
 namespace ewgpu {
 

@@ -5,10 +5,10 @@
 // with exactly the scale a reader sees. Codes are 0..2*max_int; group padding codes are 0.
 #pragma once
 
-#include "model/model_config.h"
-
 #include <cstdint>
 #include <vector>
+
+#include "model/model_config.h"
 
 namespace ewgpu {
 

@@ -2,13 +2,12 @@
 // data_offsets:[begin,end]}} (offsets relative to the data section that follows the header).
 #include "model/safetensors.h"
 
-#include "base/half.h"
-#include "base/mapped_file.h"
-
-#include <nlohmann/json.hpp>
-
 #include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "base/half.h"
+#include "base/mapped_file.h"
 
 namespace ewgpu {
 
@@ -56,20 +55,20 @@ Result<std::map<std::string, std::vector<float>>> readSafetensorsF32(const std::
   uint64_t dataSize = b.size() - 8 - hlen;
   std::map<std::string, std::vector<float>> out;
   try {  // json accessors throw on wrong types: turn that into an Error here
-  for (auto it = h.begin(); it != h.end(); ++it) {
-    if (it.key() == "__metadata__") continue;
-    const auto& e = it.value();
-    if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") || !e.contains("data_offsets") ||
-        !e["data_offsets"].is_array() || e["data_offsets"].size() != 2)
-      return stError(file, "bad_header", it.key() + " has a malformed entry", it.key());
-    uint64_t begin = e["data_offsets"][0].get<uint64_t>(), end = e["data_offsets"][1].get<uint64_t>();
-    if (begin > end || end > dataSize) return stError(file, "outside_file", it.key() + " lies outside", it.key());
-    int64_t numel = 1;
-    for (const auto& d : e["shape"]) numel *= d.get<int64_t>();
-    auto v = decodeTensor(file, it.key(), e["dtype"].get<std::string>(), data + begin, end - begin, numel);
-    if (!v.ok()) return std::move(v).error();
-    out.emplace(it.key(), std::move(v).value());
-  }
+    for (auto it = h.begin(); it != h.end(); ++it) {
+      if (it.key() == "__metadata__") continue;
+      const auto& e = it.value();
+      if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") || !e.contains("data_offsets") ||
+          !e["data_offsets"].is_array() || e["data_offsets"].size() != 2)
+        return stError(file, "bad_header", it.key() + " has a malformed entry", it.key());
+      uint64_t begin = e["data_offsets"][0].get<uint64_t>(), end = e["data_offsets"][1].get<uint64_t>();
+      if (begin > end || end > dataSize) return stError(file, "outside_file", it.key() + " lies outside", it.key());
+      int64_t numel = 1;
+      for (const auto& d : e["shape"]) numel *= d.get<int64_t>();
+      auto v = decodeTensor(file, it.key(), e["dtype"].get<std::string>(), data + begin, end - begin, numel);
+      if (!v.ok()) return std::move(v).error();
+      out.emplace(it.key(), std::move(v).value());
+    }
   } catch (const nlohmann::json::exception& e) {
     return stError(file, "bad_header", std::string("malformed header: ") + e.what());
   }

@@ -2,11 +2,11 @@
 // data_offsets}}, then the data. F32, BF16 and F16 tensors are read as f32.
 #pragma once
 
-#include "base/error.h"
-
 #include <map>
 #include <string>
 #include <vector>
+
+#include "base/error.h"
 
 namespace ewgpu {
 

@@ -2,11 +2,11 @@
 // numbers at flush time, so a big tensor's shard may get a different number there; readers never rely on it).
 #include "model/shard_writer.h"
 
-#include "base/md5.h"
-
 #include <cerrno>
 #include <cstring>
 #include <map>
+
+#include "base/md5.h"
 
 namespace ewgpu {
 

@@ -4,16 +4,15 @@
 // streamed (begin / write... / end) so GB-sized folders never sit in memory; shard MD5s are computed on the fly.
 #pragma once
 
-#include "base/error.h"
-#include "model/tensor_cache.h"
-
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "base/error.h"
+#include "model/tensor_cache.h"
 
 namespace ewgpu {
 
@@ -41,10 +40,10 @@ class ShardWriter {
   std::string dir_;
   uint64_t cap_;
   int next_index_ = 0;
-  std::unique_ptr<Open> pending_;  // the shard small tensors are packed into
-  std::unique_ptr<Open> alone_;    // a big tensor's own shard while it is written
-  Open* current_ = nullptr;        // where write() goes
-  uint64_t remaining_ = 0;         // bytes still expected for the current record
+  std::unique_ptr<Open> pending_;       // the shard small tensors are packed into
+  std::unique_ptr<Open> alone_;         // a big tensor's own shard while it is written
+  Open* current_ = nullptr;             // where write() goes
+  uint64_t remaining_ = 0;              // bytes still expected for the current record
   std::vector<nlohmann::json> shards_;  // closed shards, in index order
 };
 

@@ -20,7 +20,9 @@ Error cacheError(const std::string& file, const std::string& problem, const std:
   return makeError(ErrorCode::kInvalidModelFolder, file + ": " + msg, std::move(d));
 }
 
-bool isUint(const nlohmann::json& v) { return v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0); }
+bool isUint(const nlohmann::json& v) {
+  return v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0);
+}
 
 Result<TensorInfo> parseRecord(const nlohmann::json& r, const std::string& file, int shard, uint64_t shardBytes,
                                const std::string& dataPath) {
@@ -29,12 +31,14 @@ Result<TensorInfo> parseRecord(const nlohmann::json& r, const std::string& file,
   TensorInfo t;
   t.name = r["name"].get<std::string>();
   nlohmann::json who = {{"tensor", t.name}};
-  if (!r.contains("shape") || !r["shape"].is_array()) return cacheError(file, "bad_record", t.name + " has no shape", who);
+  if (!r.contains("shape") || !r["shape"].is_array())
+    return cacheError(file, "bad_record", t.name + " has no shape", who);
   for (const auto& d : r["shape"]) {
     if (!isUint(d)) return cacheError(file, "bad_record", t.name + " has a bad shape", who);
     t.shape.push_back(d.get<int64_t>());
   }
-  if (!r.contains("dtype") || !r["dtype"].is_string()) return cacheError(file, "bad_record", t.name + " has no dtype", who);
+  if (!r.contains("dtype") || !r["dtype"].is_string())
+    return cacheError(file, "bad_record", t.name + " has no dtype", who);
   auto dt = dtypeFromName(r["dtype"].get<std::string>());
   if (!dt) {
     who["dtype"] = r["dtype"];
@@ -57,9 +61,9 @@ Result<TensorInfo> parseRecord(const nlohmann::json& r, const std::string& file,
     return cacheError(file, "nbytes_mismatch", t.name + ": nbytes disagrees with shape and dtype",
                       {{"tensor", t.name}, {"nbytes", t.nbytes}, {"expected", expect}});
   if (t.byte_offset > shardBytes || t.nbytes > shardBytes - t.byte_offset)
-    return cacheError(dataPath, "outside_shard", t.name + " lies outside its shard",
-                      {{"tensor", t.name}, {"byteOffset", t.byte_offset}, {"nbytes", t.nbytes},
-                       {"shard_nbytes", shardBytes}});
+    return cacheError(
+        dataPath, "outside_shard", t.name + " lies outside its shard",
+        {{"tensor", t.name}, {"byteOffset", t.byte_offset}, {"nbytes", t.nbytes}, {"shard_nbytes", shardBytes}});
   return t;
 }
 
@@ -92,9 +96,16 @@ std::optional<DType> dtypeFromName(std::string_view s) {
 
 int dtypeSize(DType d) {
   switch (d) {
-    case DType::kF16: case DType::kBF16: return 2;
-    case DType::kF32: case DType::kU32: case DType::kI32: return 4;
-    case DType::kU8: case DType::kI8: return 1;
+    case DType::kF16:
+    case DType::kBF16:
+      return 2;
+    case DType::kF32:
+    case DType::kU32:
+    case DType::kI32:
+      return 4;
+    case DType::kU8:
+    case DType::kI8:
+      return 1;
   }
   return 1;
 }
@@ -105,7 +116,7 @@ int64_t TensorInfo::numel() const {
   return n;
 }
 
-Result<TensorCache> parseTensorCache(const nlohmann::json& j, const std::string& file) {
+static Result<TensorCache> parseTensorCacheUnchecked(const nlohmann::json& j, const std::string& file) {
   if (!j.is_object() || !j.contains("records") || !j["records"].is_array())
     return cacheError(file, "bad_schema", "no records array");
   TensorCache tc;
@@ -139,6 +150,14 @@ Result<TensorCache> parseTensorCache(const nlohmann::json& j, const std::string&
     tc.shards.push_back(std::move(sh));
   }
   return tc;
+}
+
+Result<TensorCache> parseTensorCache(const nlohmann::json& j, const std::string& file) {
+  try {  // json accessors throw on unexpected types: report, never throw
+    return parseTensorCacheUnchecked(j, file);
+  } catch (const nlohmann::json::exception& e) {
+    return cacheError(file, "bad_schema", std::string("value of unexpected type: ") + e.what());
+  }
 }
 
 }  // namespace ewgpu

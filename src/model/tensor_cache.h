@@ -2,15 +2,14 @@
 // §1.6). Pure parsing + per-record consistency (dtype, format, nbytes vs shape); files are not touched here.
 #pragma once
 
-#include "base/error.h"
-
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/error.h"
 
 namespace ewgpu {
 

@@ -2,10 +2,10 @@
 // streaming random codes) for GPU benchmarks.
 #include "model/tiny_model.h"
 
+#include <cmath>
+
 #include "model/mlc_writer.h"
 #include "model/quantize.h"
-
-#include <cmath>
 
 namespace ewgpu {
 
@@ -36,11 +36,16 @@ bool endsWith(const std::string& s, std::string_view suffix) {
 void fillVector(const ParamSpec& p, Rng& rng, std::vector<float>& v) {
   v.resize(p.rows * p.cols);
   for (float& x : v) {
-    if (p.kind == ParamKind::kConv) x = 0.3f * rng.normal();
-    else if (endsWith(p.name, "A_log")) x = std::log(1.0f + 15.0f * rng.uniform());
-    else if (endsWith(p.name, "dt_bias")) x = 1.0f + 0.3f * rng.normal();
-    else if (endsWith(p.name, ".bias")) x = 0.05f * rng.normal();
-    else x = 1.0f + 0.1f * rng.normal();  // every norm weight (Qwen3.5 (1+w) norms: the stored w+1)
+    if (p.kind == ParamKind::kConv)
+      x = 0.3f * rng.normal();
+    else if (endsWith(p.name, "A_log"))
+      x = std::log(1.0f + 15.0f * rng.uniform());
+    else if (endsWith(p.name, "dt_bias"))
+      x = 1.0f + 0.3f * rng.normal();
+    else if (endsWith(p.name, ".bias"))
+      x = 0.05f * rng.normal();
+    else
+      x = 1.0f + 0.1f * rng.normal();  // every norm weight (Qwen3.5 (1+w) norms: the stored w+1)
   }
 }
 
@@ -77,8 +82,8 @@ void randomCodeRow(const QuantSpec& s, int64_t cols, Rng& rng, uint32_t* words, 
 
 Status streamMatrixParam(ShardWriter& w, const ParamSpec& p, const QuantSpec& s, Rng& rng) {
   const int64_t n = p.rows * p.cols;
-  uint64_t nbytes = p.kind == ParamKind::kQWeight ? (uint64_t)p.shape[0] * p.shape[1] * 4
-                                                  : (uint64_t)p.shape[0] * p.shape[1] * 2;
+  uint64_t nbytes =
+      p.kind == ParamKind::kQWeight ? (uint64_t)p.shape[0] * p.shape[1] * 4 : (uint64_t)p.shape[0] * p.shape[1] * 2;
   EWGPU_TRY(w.begin(p.name, p.shape, p.dtype, nbytes));
   if (p.kind == ParamKind::kQWeight) {
     std::vector<uint32_t> row(p.shape[1]);
@@ -206,7 +211,8 @@ Status writeTinyModel(const TinyModelSpec& spec, const std::string& out_dir) {
   auto tok = readTokenizerFacts(spec.tokenizer_path);
   if (!tok.ok()) return std::move(tok).error();
   ModelConfig c = tinyModelConfig(spec, tok->vocab);
-  if (spec.shape.empty()) return writeMlcFolder(out_dir, c, randomTinyWeights(c, spec.seed), c.quant, spec.tokenizer_path);
+  if (spec.shape.empty())
+    return writeMlcFolder(out_dir, c, randomTinyWeights(c, spec.seed), c.quant, spec.tokenizer_path);
   c = finalizeWriterConfig(std::move(c), *tok);
   return streamRandomFolder(c, spec.seed, out_dir, spec.tokenizer_path);
 }

@@ -3,14 +3,14 @@
 // tests, the CPU reference and the GPU benchmarks run on.
 #pragma once
 
-#include "base/error.h"
-#include "model/model_config.h"
-
 #include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/error.h"
+#include "model/model_config.h"
 
 namespace ewgpu {
 

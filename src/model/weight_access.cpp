@@ -1,11 +1,10 @@
 // Typed weight access for the CPU reference and GPU upload: dequantized matrices and f32 vectors
 // (mlc-format.md §1.6 decode, §2.3-2.5 dequantization).
-#include "model/model_folder.h"
+#include <cstring>
 
 #include "base/half.h"
+#include "model/model_folder.h"
 #include "model/quantize.h"
-
-#include <cstring>
 
 namespace ewgpu {
 
@@ -20,13 +19,31 @@ std::vector<float> toFloats(const TensorInfo& t, const std::vector<uint8_t>& b) 
     uint16_t u16;
     uint32_t u32;
     switch (t.dtype) {
-      case DType::kF16: std::memcpy(&u16, p, 2); out[i] = halfToFloat(u16); break;
-      case DType::kBF16: std::memcpy(&u16, p, 2); out[i] = bf16ToFloat(u16); break;
-      case DType::kF32: std::memcpy(&out[i], p, 4); break;
-      case DType::kU32: std::memcpy(&u32, p, 4); out[i] = (float)u32; break;
-      case DType::kI32: std::memcpy(&u32, p, 4); out[i] = (float)(int32_t)u32; break;
-      case DType::kU8: out[i] = (float)*p; break;
-      case DType::kI8: out[i] = (float)(int8_t)*p; break;
+      case DType::kF16:
+        std::memcpy(&u16, p, 2);
+        out[i] = halfToFloat(u16);
+        break;
+      case DType::kBF16:
+        std::memcpy(&u16, p, 2);
+        out[i] = bf16ToFloat(u16);
+        break;
+      case DType::kF32:
+        std::memcpy(&out[i], p, 4);
+        break;
+      case DType::kU32:
+        std::memcpy(&u32, p, 4);
+        out[i] = (float)u32;
+        break;
+      case DType::kI32:
+        std::memcpy(&u32, p, 4);
+        out[i] = (float)(int32_t)u32;
+        break;
+      case DType::kU8:
+        out[i] = (float)*p;
+        break;
+      case DType::kI8:
+        out[i] = (float)(int8_t)*p;
+        break;
     }
   }
   return out;

@@ -1,14 +1,16 @@
 // Whole-folder validation: each test breaks one thing in a copy of a valid tiny folder and checks the
 // error code and detail fields; plus md5 verification and a large sparse folder that must validate
 // without its shards being read.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <functional>
+#include <random>
+
 #include "model/model_folder.h"
 #include "model/tiny_model.h"
 #include "model_test_util.h"
-
-#include <gtest/gtest.h>
-
-#include <fcntl.h>
-#include <unistd.h>
 
 namespace ewgpu {
 namespace {
@@ -242,6 +244,50 @@ TEST_F(FolderValidation, Md5MismatchFoundByVerifyChecksums) {
   EXPECT_EQ(st.error().detail["file"], "params_shard_0.bin");
 }
 
+// Untrusted input: random type/value mutations of a valid config and manifest never throw and never yield
+// anything but success or INVALID_MODEL_FOLDER.
+TEST_F(FolderValidation, MutatedJsonNeverThrows) {
+  const nlohmann::json cfg = readJson(*dir_ / "good/mlc-chat-config.json");
+  const nlohmann::json tc = readJson(*dir_ / "good/tensor-cache.json");
+  std::mt19937 rng(99);
+  const nlohmann::json junk[] = {nullptr,
+                                 -3,
+                                 1.5,
+                                 "x",
+                                 nlohmann::json::array({1, "a"}),
+                                 nlohmann::json::object(),
+                                 true,
+                                 nlohmann::json::object({{"type", 5}})};
+  auto mutate = [&](nlohmann::json doc) {
+    // Collect pointers to every value, then replace one or two at random.
+    std::vector<nlohmann::json::json_pointer> ptrs;
+    std::function<void(const nlohmann::json&, const nlohmann::json::json_pointer&)> walk =
+        [&](const nlohmann::json& v, const nlohmann::json::json_pointer& at) {
+          ptrs.push_back(at);
+          if (v.is_object())
+            for (auto it = v.begin(); it != v.end(); ++it) walk(it.value(), at / it.key());
+          else if (v.is_array())
+            for (size_t i = 0; i < v.size() && i < 8; ++i) walk(v[i], at / i);
+        };
+    walk(doc, nlohmann::json::json_pointer());
+    for (int k = 0; k < 2; ++k) {
+      const auto& p = ptrs[rng() % ptrs.size()];
+      if (doc.contains(p)) doc[p] = junk[rng() % std::size(junk)];  // the first edit may have removed it
+    }
+    return doc;
+  };
+  for (int i = 0; i < 300; ++i) {
+    auto c = parseModelConfig(mutate(cfg), "mlc-chat-config.json");
+    if (!c.ok()) {
+      EXPECT_EQ(c.error().code, ErrorCode::kInvalidModelFolder);
+    }
+    auto t = parseTensorCache(mutate(tc), "tensor-cache.json");
+    if (!t.ok()) {
+      EXPECT_EQ(t.error().code, ErrorCode::kInvalidModelFolder);
+    }
+  }
+}
+
 // A Qwen3.5-2B-shaped q4f16_1 folder (about 1 GB) whose shards are sparse files: validation must succeed
 // from the manifest and stat alone.
 TEST(FolderValidationLarge, SparseRealShapeFolderValidatesWithoutReading) {
@@ -272,8 +318,12 @@ TEST(FolderValidationLarge, SparseRealShapeFolderValidatesWithoutReading) {
     for (auto d : p.shape) n *= d;
     uint64_t nb = n * (p.dtype == DType::kF32 ? 2 : dtypeSize(p.dtype));
     if (off + nb > (256ull << 20) && off) flush();
-    cur.push_back({{"name", p.name}, {"shape", p.shape}, {"dtype", dtypeName(p.dtype)},
-                   {"format", "f32-to-bf16"}, {"nbytes", nb}, {"byteOffset", off}});
+    cur.push_back({{"name", p.name},
+                   {"shape", p.shape},
+                   {"dtype", dtypeName(p.dtype)},
+                   {"format", "f32-to-bf16"},
+                   {"nbytes", nb},
+                   {"byteOffset", off}});
     off += nb;
     total += nb;
   }

@@ -1,15 +1,16 @@
 // HF -> MLC conversion: a random HF checkpoint written as safetensors, converted, and read back through
 // ModelFolder; fused rows, +1 norms, renamed conv weight and both name prefixes are checked value by value.
-#include "base/half.h"
 #include "model/hf_convert.h"
-#include "model/model_folder.h"
-#include "model/quantize.h"
-#include "model/safetensors.h"
-#include "model_test_util.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
+
+#include "base/half.h"
+#include "model/model_folder.h"
+#include "model/quantize.h"
+#include "model/safetensors.h"
+#include "model_test_util.h"
 
 namespace ewgpu {
 namespace {
@@ -131,11 +132,14 @@ TEST_P(HfConvert, Qwen35ToQ0F32KeepsEveryValue) {
   auto g = hf("layers.0.mlp.gate_proj.weight"), u = hf("layers.0.mlp.up_proj.weight");
   EXPECT_EQ(*gateUp, bf16(cat({&g, &u})));
   // (1+w) norms hold w+1; the gated norm stays w.
-  EXPECT_EQ(*loadVectorF32(*f, "model.layers.0.input_layernorm.weight"), bf16(hf("layers.0.input_layernorm.weight"), 1));
+  EXPECT_EQ(*loadVectorF32(*f, "model.layers.0.input_layernorm.weight"),
+            bf16(hf("layers.0.input_layernorm.weight"), 1));
   EXPECT_EQ(*loadVectorF32(*f, "model.norm.weight"), bf16(hf("norm.weight"), 1));
-  EXPECT_EQ(*loadVectorF32(*f, "model.layers.1.self_attn.q_norm.weight"), bf16(hf("layers.1.self_attn.q_norm.weight"), 1));
+  EXPECT_EQ(*loadVectorF32(*f, "model.layers.1.self_attn.q_norm.weight"),
+            bf16(hf("layers.1.self_attn.q_norm.weight"), 1));
   EXPECT_EQ(*loadVectorF32(*f, "model.layers.0.linear_attn.norm.weight"), bf16(hf("layers.0.linear_attn.norm.weight")));
-  EXPECT_EQ(*loadVectorF32(*f, "model.layers.0.linear_attn.conv1d_weight"), bf16(hf("layers.0.linear_attn.conv1d.weight")));
+  EXPECT_EQ(*loadVectorF32(*f, "model.layers.0.linear_attn.conv1d_weight"),
+            bf16(hf("layers.0.linear_attn.conv1d.weight")));
   EXPECT_EQ(*loadVectorF32(*f, "model.layers.0.linear_attn.A_log"), bf16(hf("layers.0.linear_attn.A_log")));
   EXPECT_EQ(f->find("model.layers.0.linear_attn.A_log")->dtype, DType::kF32);
   EXPECT_EQ(f->find("lm_head.weight"), nullptr);
@@ -147,12 +151,22 @@ INSTANTIATE_TEST_SUITE_P(Prefixes, HfConvert, ::testing::Values("model.", "model
 TEST(HfConvertLlama, Q4F16FusesQkvAndQuantizes) {
   test::TempDir dir;
   std::filesystem::create_directories(dir / "hf");
-  test::writeJson(dir / "hf/config.json",
-                  {{"model_type", "llama"}, {"vocab_size", 100}, {"hidden_size", 64}, {"intermediate_size", 128},
-                   {"num_hidden_layers", 1}, {"num_attention_heads", 4}, {"num_key_value_heads", 2},
-                   {"rms_norm_eps", 1e-5}, {"rope_theta", 500000.0}, {"tie_word_embeddings", false},
-                   {"rope_scaling", {{"rope_type", "llama3"}, {"factor", 32.0}, {"low_freq_factor", 1.0},
-                                     {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}}}});
+  test::writeJson(dir / "hf/config.json", {{"model_type", "llama"},
+                                           {"vocab_size", 100},
+                                           {"hidden_size", 64},
+                                           {"intermediate_size", 128},
+                                           {"num_hidden_layers", 1},
+                                           {"num_attention_heads", 4},
+                                           {"num_key_value_heads", 2},
+                                           {"rms_norm_eps", 1e-5},
+                                           {"rope_theta", 500000.0},
+                                           {"tie_word_embeddings", false},
+                                           {"rope_scaling",
+                                            {{"rope_type", "llama3"},
+                                             {"factor", 32.0},
+                                             {"low_freq_factor", 1.0},
+                                             {"high_freq_factor", 4.0},
+                                             {"original_max_position_embeddings", 8192}}}});
   HfModel m;
   m.add("model.embed_tokens.weight", {100, 64});
   m.add("lm_head.weight", {100, 64});

@@ -1,10 +1,11 @@
 // mlc-chat-config.json parsing, the expected parameter lists against documented real shapes/counts, and
 // per-token weight traffic.
-#include "model/expected_params.h"
 #include "model/model_config.h"
-#include "model/tiny_model.h"
 
 #include <gtest/gtest.h>
+
+#include "model/expected_params.h"
+#include "model/tiny_model.h"
 
 namespace ewgpu {
 namespace {
@@ -20,9 +21,16 @@ nlohmann::json qwen3Config() {
           {"top_p", 0.95},
           {"conv_template", {{"name", "qwen3"}}},
           {"model_config",
-           {{"hidden_size", 1024}, {"intermediate_size", 3072}, {"num_attention_heads", 16},
-            {"num_hidden_layers", 28}, {"num_key_value_heads", 8}, {"head_dim", 128}, {"rms_norm_eps", 1e-6},
-            {"rope_theta", 1000000}, {"vocab_size", 151936}, {"tie_word_embeddings", true},
+           {{"hidden_size", 1024},
+            {"intermediate_size", 3072},
+            {"num_attention_heads", 16},
+            {"num_hidden_layers", 28},
+            {"num_key_value_heads", 8},
+            {"head_dim", 128},
+            {"rms_norm_eps", 1e-6},
+            {"rope_theta", 1000000},
+            {"vocab_size", 151936},
+            {"tie_word_embeddings", true},
             {"attention_bias", false}}}};
 }
 
@@ -31,10 +39,17 @@ nlohmann::json qwen35Config(int hidden, int intermediate) {
           {"quantization", "q4f16_1"},
           {"vocab_size", 248320},
           {"model_config",
-           {{"hidden_size", hidden}, {"intermediate_size", intermediate}, {"num_attention_heads", 8},
-            {"num_hidden_layers", 24}, {"num_key_value_heads", 2}, {"rms_norm_eps", 1e-6},
-            {"tie_word_embeddings", true}, {"linear_key_head_dim", 128}, {"linear_value_head_dim", 128},
-            {"linear_num_key_heads", 16}, {"linear_num_value_heads", 16}}}};
+           {{"hidden_size", hidden},
+            {"intermediate_size", intermediate},
+            {"num_attention_heads", 8},
+            {"num_hidden_layers", 24},
+            {"num_key_value_heads", 2},
+            {"rms_norm_eps", 1e-6},
+            {"tie_word_embeddings", true},
+            {"linear_key_head_dim", 128},
+            {"linear_value_head_dim", 128},
+            {"linear_num_key_heads", 16},
+            {"linear_num_value_heads", 16}}}};
 }
 
 const ParamSpec* findParam(const std::vector<ParamSpec>& v, const std::string& name) {
@@ -119,6 +134,11 @@ TEST(ModelConfig, RejectsWrongTypesAndUnknownNames) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().detail["field"], "model_type");
   EXPECT_EQ(r.error().detail["problem"], "unsupported");
+  auto t = qwen3Config();
+  t["model_config"]["rope_scaling"] = {{"type", 5}};  // a nested value of the wrong type: an error, not a throw
+  r = parseModelConfig(t, "x.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidModelFolder);
   auto c = qwen3Config();
   c["model_config"]["num_key_value_heads"] = 5;  // does not divide 16
   r = parseModelConfig(c, "x.json");

@@ -1,11 +1,10 @@
 // Helpers for the model-layer tests: temp folders, a small synthetic tokenizer.json, JSON file edits.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
@@ -50,8 +49,8 @@ inline std::string writeSmallTokenizer(const std::string& dir, int n = 250) {
   for (int i = 0; i < n; ++i) vocab["t" + std::to_string(i)] = i;
   nlohmann::json added = nlohmann::json::array();
   int id = n;
-  for (const char* s : {"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|begin_of_text|>", "<|eot_id|>",
-                        "<|end_of_text|>"})
+  for (const char* s :
+       {"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|begin_of_text|>", "<|eot_id|>", "<|end_of_text|>"})
     added.push_back({{"id", id++}, {"content", s}, {"special", true}});
   nlohmann::json tok = {{"version", "1.0"},
                         {"added_tokens", added},

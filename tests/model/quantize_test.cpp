@@ -1,12 +1,12 @@
 // Group quantization: bit layout pinned by hand-computed words, round trips both ways, q3 packing/padding.
 #include "model/quantize.h"
 
-#include "base/half.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
+
+#include "base/half.h"
 
 namespace ewgpu {
 namespace {
@@ -41,8 +41,8 @@ TEST(Quantize, Int3PacksTenCodesPerWordFourWordsPerGroupOf40) {
   ASSERT_EQ(q.q_scale.size(), 2u);
   EXPECT_EQ(q.q_weight[0], 0x1B6A98C6u);  // codes 6,0,3,4,1,5,2,3,3,3 at 3 bits each, top 2 bits 0
   for (int i = 1; i < 4; ++i) EXPECT_EQ(q.q_weight[i], 0x1B6DB6DBu);  // ten zeros = code 3
-  EXPECT_EQ(q.q_weight[4], 0x1B6DB6DEu);  // code 6 then nine code-3
-  for (int i = 5; i < 8; ++i) EXPECT_EQ(q.q_weight[i], 0u) << i;  // padding words
+  EXPECT_EQ(q.q_weight[4], 0x1B6DB6DEu);                              // code 6 then nine code-3
+  for (int i = 5; i < 8; ++i) EXPECT_EQ(q.q_weight[i], 0u) << i;      // padding words
   EXPECT_EQ(q.q_scale[0], 0.25f);
   EXPECT_EQ(floatToHalf(q.q_scale[1]), floatToHalf(0.1f));
 }

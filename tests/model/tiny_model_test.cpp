@@ -1,19 +1,22 @@
 // Tiny folders of every architecture x quantization: written, validated, checksummed, and every weight
 // read back equals what the writer quantized from the seeded random weights. Plus the shard cap rule.
+#include "model/tiny_model.h"
+
+#include <gtest/gtest.h>
+
 #include "base/half.h"
 #include "model/model_folder.h"
 #include "model/quantize.h"
 #include "model/shard_writer.h"
-#include "model/tiny_model.h"
 #include "model_test_util.h"
-
-#include <gtest/gtest.h>
 
 namespace ewgpu {
 namespace {
 
 // What a reader must see for a stored value of dtype `d`.
-float storedValue(DType d, float v) { return d == DType::kF16 ? halfToFloat(floatToHalf(v)) : bf16ToFloat(floatToBf16(v)); }
+float storedValue(DType d, float v) {
+  return d == DType::kF16 ? halfToFloat(floatToHalf(v)) : bf16ToFloat(floatToBf16(v));
+}
 
 using Combo = std::tuple<Arch, Quant>;
 class TinyModel : public ::testing::TestWithParam<Combo> {};
@@ -63,14 +66,15 @@ TEST_P(TinyModel, WritesValidatesAndLoadsWhatWasQuantized) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllArchQuant, TinyModel,
-    ::testing::Combine(::testing::Values(Arch::kLlama, Arch::kMistral, Arch::kQwen2, Arch::kQwen3, Arch::kQwen3_5),
-                       ::testing::Values(Quant::kQ4F16_1, Quant::kQ4F32_1, Quant::kQ0F16, Quant::kQ0F32,
-                                         Quant::kQ3F16_1)),
-    [](const auto& info) {
-      return std::string(archName(std::get<0>(info.param))) + "_" + std::string(quantName(std::get<1>(info.param)));
-    });
+INSTANTIATE_TEST_SUITE_P(AllArchQuant, TinyModel,
+                         ::testing::Combine(::testing::Values(Arch::kLlama, Arch::kMistral, Arch::kQwen2, Arch::kQwen3,
+                                                              Arch::kQwen3_5),
+                                            ::testing::Values(Quant::kQ4F16_1, Quant::kQ4F32_1, Quant::kQ0F16,
+                                                              Quant::kQ0F32, Quant::kQ3F16_1)),
+                         [](const auto& info) {
+                           return std::string(archName(std::get<0>(info.param))) + "_" +
+                                  std::string(quantName(std::get<1>(info.param)));
+                         });
 
 TEST(TinyModelDetails, Qwen35WeightsFollowTheConventions) {
   TinyModelSpec spec;
