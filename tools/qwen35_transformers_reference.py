@@ -19,8 +19,13 @@ Runs only where python3 has torch (2.11) and transformers (5.17); not part of CI
     (after a prefill of the first 130); writes tests/fixtures/qwen3_5_tiny/<quant>/ = MLC folder + reference.json.
 
 --check-only builds the model from step 2 and prints max |full - decode| of transformers itself (no converter).
+Without an ewgpu binary next to torch: --emulate --export-hf DIR (transformers on the converter's rounding emulated
+in numpy), convert DIR elsewhere, then --verify-emulation DIR --mlc-root ROOT (numpy only) proves the folders hold
+exactly those values; or --export-hf, convert, then --mlc-root ROOT to read the folders back (docs/reference.md).
 
-Usage:  python3 tools/qwen35_transformers_reference.py --ewgpu build/apps/ewgpu/ewgpu
+Usage:  python3 tools/qwen35_transformers_reference.py --ewgpu build/ewgpu
+        python3 tools/qwen35_transformers_reference.py --emulate --export-hf $OUT/hf --out $OUT/fx
+        python3 tools/qwen35_transformers_reference.py --verify-emulation hf --mlc-root tests/fixtures/qwen3_5_tiny
         python3 tools/qwen35_transformers_reference.py --check-only
 """
 

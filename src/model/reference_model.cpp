@@ -5,11 +5,11 @@
 // (qwen3_5-architecture.md §6). All norms use the stored weight as a plain multiplier (mlc-format.md §3.4).
 #include "model/reference_model.h"
 
-#include "model/model_folder.h"
-#include "model/reference_ops.h"
-
 #include <cmath>
 #include <string>
+
+#include "model/model_folder.h"
+#include "model/reference_ops.h"
 
 namespace ewgpu {
 
@@ -127,7 +127,8 @@ std::vector<float> ReferenceModel::attention(int layer, std::span<const float> h
         q[dst] = qkv[src];
         if (gated) gate[dst] = qkv[src + D];
       }
-  std::vector<float> k = columns(qkv, n, rows, q_rows, kv_width), v = columns(qkv, n, rows, q_rows + kv_width, kv_width);
+  std::vector<float> k = columns(qkv, n, rows, q_rows, kv_width),
+                     v = columns(qkv, n, rows, q_rows + kv_width, kv_width);
   if (!w.q_norm.empty()) q = ref::rmsNorm(q, w.q_norm, c.rms_eps);  // rows of head_dim: one norm per head
   if (!w.k_norm.empty()) k = ref::rmsNorm(k, w.k_norm, c.rms_eps);
   const auto scaling = llama3Scaling(c);
@@ -183,8 +184,7 @@ std::vector<float> ReferenceModel::forward(std::span<const int32_t> tokens) {
   for (int32_t t : tokens)
     if (t < 0 || t >= c.vocab) return {};
   std::vector<float> x((size_t)n * H);  // residual stream [n, hidden]
-  for (int t = 0; t < n; ++t)
-    std::copy_n(embed_.begin() + (size_t)tokens[t] * H, H, x.begin() + (size_t)t * H);
+  for (int t = 0; t < n; ++t) std::copy_n(embed_.begin() + (size_t)tokens[t] * H, H, x.begin() + (size_t)t * H);
   layer_outputs_.assign(c.n_layers, {});
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& w = layers_[l];

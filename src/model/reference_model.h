@@ -8,12 +8,12 @@
 // window as long as the sequence is not longer than the window), batching, sampling other than greedy.
 #pragma once
 
-#include "base/error.h"
-#include "model/model_config.h"
-
 #include <cstdint>
 #include <span>
 #include <vector>
+
+#include "base/error.h"
+#include "model/model_config.h"
 
 namespace ewgpu {
 

@@ -126,8 +126,8 @@ void ropeNeox(std::span<float> vec, int head_dim, int rotary_dim, int64_t pos, d
 }
 
 std::vector<float> causalAttention(std::span<const float> q, std::span<const float> k_cache,
-                                   std::span<const float> v_cache, int n_new, int n_heads, int n_kv_heads,
-                                   int head_dim, float scale) {
+                                   std::span<const float> v_cache, int n_new, int n_heads, int n_kv_heads, int head_dim,
+                                   float scale) {
   const size_t q_width = (size_t)n_heads * head_dim, kv_width = (size_t)n_kv_heads * head_dim;
   assert(q.size() == n_new * q_width && k_cache.size() == v_cache.size() && k_cache.size() % kv_width == 0);
   const int t_total = (int)(k_cache.size() / kv_width);
@@ -167,7 +167,9 @@ std::vector<float> causalConv1d(std::span<const float> x, int channels, std::spa
   assert(x.size() % channels == 0 && w.size() == (size_t)channels * kernel && state.size() == hist * channels);
   const size_t n = x.size() / channels;
   // window = [state ; x]: row r of the window is state row r for r < hist, else x row r - hist.
-  auto at = [&](size_t r, int c) -> double { return r < hist ? state[r * channels + c] : x[(r - hist) * channels + c]; };
+  auto at = [&](size_t r, int c) -> double {
+    return r < hist ? state[r * channels + c] : x[(r - hist) * channels + c];
+  };
   std::vector<float> y(n * channels);
   for (size_t t = 0; t < n; ++t) {
     for (int c = 0; c < channels; ++c) {
@@ -245,10 +247,16 @@ namespace {
 // One chunk of one value head (§6.8). Rows are the chunk's L tokens; q, k rows [dk], v rows [dv] (pointers with
 // row strides); S [dk, dv] is the incoming state, replaced by the outgoing one; o rows [dv] are written.
 struct ChunkHead {
-  int L, dk, dv;
-  const float* q; const float* k; const float* v; size_t k_stride, v_stride;
-  const float* g; const float* beta; size_t gate_stride;
-  float* o; size_t o_stride;
+  int L, dk, dv;   // chunk length, key and value head dims
+  const float* q;  // row r at q + r * k_stride, [dk]
+  const float* k;  // row r at k + r * k_stride, [dk]
+  const float* v;  // row r at v + r * v_stride, [dv]
+  size_t k_stride, v_stride;
+  const float* g;     // log decay of row r at g[r * gate_stride]
+  const float* beta;  // beta of row r at beta[r * gate_stride]
+  size_t gate_stride;
+  float* o;  // output row r at o + r * o_stride, [dv]
+  size_t o_stride;
 };
 
 double dot(const float* a, const float* b, int n) {
@@ -316,10 +324,19 @@ std::vector<float> gdnChunked(std::span<const float> q, std::span<const float> k
     std::vector<double> S(state.begin() + j * sw, state.begin() + (j + 1) * sw);
     const size_t koff = (size_t)s.keyHeadOf(j) * s.dk, voff = (size_t)j * s.dv;
     for (int t0 = 0; t0 < n; t0 += chunk) {
-      const ChunkHead c{std::min(chunk, n - t0), s.dk, s.dv,
-                        q.data() + t0 * kw + koff, k.data() + t0 * kw + koff, v.data() + t0 * vw + voff, kw, vw,
-                        g.data() + (size_t)t0 * s.hv + j, beta.data() + (size_t)t0 * s.hv + j, (size_t)s.hv,
-                        o.data() + t0 * vw + voff, vw};
+      const ChunkHead c{.L = std::min(chunk, n - t0),
+                        .dk = s.dk,
+                        .dv = s.dv,
+                        .q = q.data() + t0 * kw + koff,
+                        .k = k.data() + t0 * kw + koff,
+                        .v = v.data() + t0 * vw + voff,
+                        .k_stride = kw,
+                        .v_stride = vw,
+                        .g = g.data() + (size_t)t0 * s.hv + j,
+                        .beta = beta.data() + (size_t)t0 * s.hv + j,
+                        .gate_stride = (size_t)s.hv,
+                        .o = o.data() + t0 * vw + voff,
+                        .o_stride = vw};
       chunkOneHead(c, S);
       // The state lives in f32 between chunks, as on the GPU and in HF.
       for (double& x : S) x = (float)x;

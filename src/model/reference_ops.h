@@ -82,8 +82,8 @@ void ropeNeox(std::span<float> vec, int head_dim, int rotary_dim, int64_t pos, d
 //   sees cache rows 0..that position. Query head h reads KV head h / (n_heads / n_kv_heads).
 //   scale is usually 1/sqrt(head_dim). Returns [n_new, n_heads * head_dim].
 std::vector<float> causalAttention(std::span<const float> q, std::span<const float> k_cache,
-                                   std::span<const float> v_cache, int n_new, int n_heads, int n_kv_heads,
-                                   int head_dim, float scale);
+                                   std::span<const float> v_cache, int n_new, int n_heads, int n_kv_heads, int head_dim,
+                                   float scale);
 
 // ---- Gated DeltaNet (Qwen3.5 linear attention) -------------------------------------------------------
 

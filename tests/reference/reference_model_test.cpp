@@ -1,17 +1,18 @@
 // Whole-model invariants of the CPU reference on random tiny folders of every architecture x quantization:
 // prefill == prefill + decode, split prefill == one prefill, chunked == recurrent GDN prefill, cached greedy ==
 // uncached greedy, determinism, finiteness, shapes. (Agreement with transformers: qwen35_fixture_test.cpp.)
-#include "model/model_folder.h"
 #include "model/reference_model.h"
-#include "model/reference_ops.h"
-#include "model/tiny_model.h"
-#include "tiny_folder.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <optional>
 #include <random>
+
+#include "model/model_folder.h"
+#include "model/reference_ops.h"
+#include "model/tiny_model.h"
+#include "tiny_folder.h"
 
 namespace ewgpu {
 namespace {

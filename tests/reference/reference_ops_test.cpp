@@ -177,14 +177,16 @@ std::vector<float> naiveAttention(const std::vector<float>& q, const std::vector
 
 TEST(RefOps, AttentionMatchesNaiveSoftmaxFormula) {
   const int nh = 4, nkv = 2, hd = 8, T = 11, n_new = 5;
-  std::vector<float> q = randomVec(n_new * nh * hd, 11), k = randomVec(T * nkv * hd, 12), v = randomVec(T * nkv * hd, 13);
+  std::vector<float> q = randomVec(n_new * nh * hd, 11), k = randomVec(T * nkv * hd, 12),
+                     v = randomVec(T * nkv * hd, 13);
   std::vector<float> out = causalAttention(q, k, v, n_new, nh, nkv, hd, 1.0f / std::sqrt((float)hd));
   EXPECT_LT(maxAbsDiff(out, naiveAttention(q, k, v, n_new, nh, nkv, hd)), 1e-5);
 }
 
 TEST(RefOps, AttentionGqaEqualsMhaWithRepeatedKv) {
   const int nh = 6, nkv = 2, hd = 4, T = 7, n_new = 7;
-  std::vector<float> q = randomVec(n_new * nh * hd, 14), k = randomVec(T * nkv * hd, 15), v = randomVec(T * nkv * hd, 16);
+  std::vector<float> q = randomVec(n_new * nh * hd, 14), k = randomVec(T * nkv * hd, 15),
+                     v = randomVec(T * nkv * hd, 16);
   std::vector<float> k_rep(T * nh * hd), v_rep(T * nh * hd);
   for (int t = 0; t < T; ++t)
     for (int h = 0; h < nh; ++h)
@@ -242,8 +244,14 @@ struct GdnInputs {
 };
 
 GdnInputs randomGdn(int n, GdnShape s, uint32_t seed) {
-  GdnInputs in{s, n, l2Norm(randomVec(n * s.hk * s.dk, seed), s.dk), l2Norm(randomVec(n * s.hk * s.dk, seed + 1), s.dk),
-               randomVec(n * s.hv * s.dv, seed + 2), {}, {}, randomVec(s.hv * s.dk * s.dv, seed + 3, 0.5f)};
+  GdnInputs in{s,
+               n,
+               l2Norm(randomVec(n * s.hk * s.dk, seed), s.dk),
+               l2Norm(randomVec(n * s.hk * s.dk, seed + 1), s.dk),
+               randomVec(n * s.hv * s.dv, seed + 2),
+               {},
+               {},
+               randomVec(s.hv * s.dk * s.dv, seed + 3, 0.5f)};
   for (float& x : in.q) x /= std::sqrt((float)s.dk);
   std::vector<float> a = randomVec(n * s.hv, seed + 4), b = randomVec(n * s.hv, seed + 5);
   std::vector<float> alog = randomVec(s.hv, seed + 6, 0.5f), dt = randomVec(s.hv, seed + 7, 0.5f);

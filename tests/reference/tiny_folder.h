@@ -2,10 +2,9 @@
 // and a fresh temporary directory per tiny model, so tiny folders need no downloaded tokenizer.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 
@@ -37,8 +36,8 @@ inline std::string byteLevelChar(int b) {
 inline nlohmann::json byteLevelTokenizerJson() {
   nlohmann::json vocab = nlohmann::json::object();
   for (int b = 0; b < 256; ++b) vocab[byteLevelChar(b)] = b;
-  nlohmann::json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false},
-                               {"use_regex", false}};
+  nlohmann::json byte_level = {
+      {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};
   return {{"version", "1.0"},
           {"truncation", nullptr},
           {"padding", nullptr},
@@ -48,9 +47,16 @@ inline nlohmann::json byteLevelTokenizerJson() {
           {"post_processor", nullptr},
           {"decoder", byte_level},
           {"model",
-           {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"continuing_subword_prefix", nullptr},
-            {"end_of_word_suffix", nullptr}, {"fuse_unk", false}, {"byte_fallback", false}, {"ignore_merges", false},
-            {"vocab", vocab}, {"merges", nlohmann::json::array()}}}};
+           {{"type", "BPE"},
+            {"dropout", nullptr},
+            {"unk_token", nullptr},
+            {"continuing_subword_prefix", nullptr},
+            {"end_of_word_suffix", nullptr},
+            {"fuse_unk", false},
+            {"byte_fallback", false},
+            {"ignore_merges", false},
+            {"vocab", vocab},
+            {"merges", nlohmann::json::array()}}}};
 }
 
 // A new empty directory under the system temp dir.
