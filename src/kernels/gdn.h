@@ -107,7 +107,7 @@ class GdnPrefillOp {
   GdnDims dims_;
   GdnPrefillAlgo algo_ = GdnPrefillAlgo::kChunked;
   uint32_t max_tokens_ = 0;
-  uint32_t state_wg_ = 0;                        // columns per workgroup of the state pass
+  uint32_t state_cols_ = 0;                      // state columns per workgroup of the state pass
   gpu::Buffer scratch_;                          // [ceil(max_tokens/64), nv, 64, kd+vd] f32
   const gpu::Kernel* k_[3] = {nullptr, nullptr, nullptr};
   gpu::BindGroup bg_[3];
