@@ -9,7 +9,7 @@ namespace {
 
 constexpr uint32_t kConvWg = 128;
 constexpr uint32_t kSolveWg = 256;
-constexpr uint32_t kStateCols = 32;     // gdn_chunked MODE 1: state columns per workgroup (NB <= 32)
+constexpr uint32_t kStateCols = 32;      // gdn_chunked MODE 1: state columns per workgroup (NB <= 32)
 constexpr uint32_t kStateRowGroups = 8;  // gdn_chunked MODE 1: invocations per column (const G)
 
 Error badDims(const std::string& why, const GdnDims& d) {
@@ -17,9 +17,7 @@ Error badDims(const std::string& why, const GdnDims& d) {
                    {{"nk", d.nk}, {"nv", d.nv}, {"kd", d.kd}, {"vd", d.vd}, {"ks", d.ks}});
 }
 
-gpu::Constants shapeConstants(const GdnDims& d) {
-  return {{"NK", d.nk}, {"NV", d.nv}, {"KD", d.kd}, {"VD", d.vd}};
-}
+gpu::Constants shapeConstants(const GdnDims& d) { return {{"NK", d.nk}, {"NV", d.nv}, {"KD", d.kd}, {"VD", d.vd}}; }
 
 // Invocations per state column: the largest power of two with vd * k <= 256 that divides kd.
 uint32_t autoKsplit(const GdnDims& d) {

@@ -3,9 +3,6 @@
 // several prompt lengths. Prints GPU time per call from timestamps (wall time when timestamps are unavailable),
 // best of `repeats`. Usage: gdn_bench [--tokens 64,512,2048] [--repeats 5] [--nv 16]
 // (EWGPU_ADAPTER=gpu for the hardware adapter). Not a test: it asserts nothing.
-#include "gpu/recorder.h"
-#include "kernels/gdn.h"
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +12,9 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "gpu/recorder.h"
+#include "kernels/gdn.h"
 
 using namespace ewgpu;
 
@@ -113,24 +113,35 @@ int main(int argc, char** argv) {
   ctx->write(rows, 0, rows_v.data(), rows_v.size() * 4);
   gpu::Buffer meta = check(ctx->createBuffer(16, gpu::BufferKind::kStorage, "meta"));
 
-  auto conv_d = check(kernels::GdnConvOp::create(*ctx, d, false, {{&proj}, {&conv_w}, {&a_log}, {&dt_bias}, {&rows}, {&cstate}, {&prep}}));
-  auto conv_p = check(kernels::GdnConvOp::create(*ctx, d, true, {{&proj}, {&conv_w}, {&a_log}, {&dt_bias}, {&meta}, {&cstate}, {&prep}}));
-  auto rec_d = check(kernels::GdnRecurrentOp::create(*ctx, d, {{&prep}, {&proj}, {&norm_w}, {&rows}, {&state}, {&out}}));
-  auto chunked = check(kernels::GdnPrefillOp::create(*ctx, d, max_rows, {{&prep}, {&proj}, {&norm_w}, {&meta}, {&state}, {&out}},
-                                                     kernels::GdnPrefillAlgo::kChunked));
-  auto seq = check(kernels::GdnPrefillOp::create(*ctx, d, max_rows, {{&prep}, {&proj}, {&norm_w}, {&meta}, {&state}, {&out}},
-                                                 kernels::GdnPrefillAlgo::kSequential));
+  auto conv_d = check(kernels::GdnConvOp::create(
+      *ctx, d, false, {{&proj}, {&conv_w}, {&a_log}, {&dt_bias}, {&rows}, {&cstate}, {&prep}}));
+  auto conv_p = check(kernels::GdnConvOp::create(
+      *ctx, d, true, {{&proj}, {&conv_w}, {&a_log}, {&dt_bias}, {&meta}, {&cstate}, {&prep}}));
+  auto rec_d =
+      check(kernels::GdnRecurrentOp::create(*ctx, d, {{&prep}, {&proj}, {&norm_w}, {&rows}, {&state}, {&out}}));
+  auto chunked = check(kernels::GdnPrefillOp::create(
+      *ctx, d, max_rows, {{&prep}, {&proj}, {&norm_w}, {&meta}, {&state}, {&out}}, kernels::GdnPrefillAlgo::kChunked));
+  auto seq =
+      check(kernels::GdnPrefillOp::create(*ctx, d, max_rows, {{&prep}, {&proj}, {&norm_w}, {&meta}, {&state}, {&out}},
+                                          kernels::GdnPrefillAlgo::kSequential));
 
   const char* unit = tm && tm->available() ? "GPU ms" : "wall ms";
-  std::printf("\ndecode (one layer, per step; 20 steps per pass on a GPU)\n%-6s %12s %12s %12s\n", "rows", "conv", "recurrent",
-              "both");
+  std::printf("\ndecode (one layer, per step; 20 steps per pass on a GPU)\n%-6s %12s %12s %12s\n", "rows", "conv",
+              "recurrent", "both");
   const bool cpu = ctx->info().adapter_type == "cpu";
   for (uint32_t b : {1u, 4u, 16u}) {
     const int n = cpu ? 1 : 20;  // SwiftShader: one step (a 30 s queue wait would not cover 20)
-    Timing c = best(*ctx, tm, repeats, [&](gpu::Recorder& r) { for (int i = 0; i < n; ++i) conv_d.record(r, b); });
-    Timing s = best(*ctx, tm, repeats, [&](gpu::Recorder& r) { for (int i = 0; i < n; ++i) rec_d.record(r, b); });
+    Timing c = best(*ctx, tm, repeats, [&](gpu::Recorder& r) {
+      for (int i = 0; i < n; ++i) conv_d.record(r, b);
+    });
+    Timing s = best(*ctx, tm, repeats, [&](gpu::Recorder& r) {
+      for (int i = 0; i < n; ++i) rec_d.record(r, b);
+    });
     Timing both = best(*ctx, tm, repeats, [&](gpu::Recorder& r) {
-      for (int i = 0; i < n; ++i) { conv_d.record(r, b); rec_d.record(r, b); }
+      for (int i = 0; i < n; ++i) {
+        conv_d.record(r, b);
+        rec_d.record(r, b);
+      }
     });
     std::printf("%-6u %12.4f %12.4f %12.4f   (%s)\n", b, c.ms / n, s.ms / n, both.ms / n, unit);
   }

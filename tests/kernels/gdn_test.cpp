@@ -4,9 +4,10 @@
 // T = 1, 5, 64, 150 tokens from zero and non-zero states, and a prefill-then-decode pipeline.
 // GVA throughout (nk = 2, nv = 4). Tolerance: f32 kernels vs double, 1e-4 of the largest magnitude.
 #include "kernels/gdn.h"
-#include "kernel_test_util.h"
 
 #include <cmath>
+
+#include "kernel_test_util.h"
 
 namespace ewgpu::kernels {
 namespace {
@@ -156,8 +157,9 @@ Weights randomWeights(const GdnDims& d, std::mt19937& rng) {
 
 TEST(GdnDims, RejectsShapesTheKernelsCannotRun) {
   EXPECT_TRUE(GdnDims({.nk = 2, .nv = 4, .kd = 16, .vd = 16}).validate().ok());
-  for (GdnDims d : {GdnDims{.nk = 3, .nv = 4, .kd = 16, .vd = 16}, GdnDims{.nk = 2, .nv = 4, .kd = 512, .vd = 16},
-                    GdnDims{.nk = 2, .nv = 4, .kd = 16, .vd = 16, .ks = 1}, GdnDims{.nk = 0, .nv = 4, .kd = 16, .vd = 16}}) {
+  for (GdnDims d :
+       {GdnDims{.nk = 3, .nv = 4, .kd = 16, .vd = 16}, GdnDims{.nk = 2, .nv = 4, .kd = 512, .vd = 16},
+        GdnDims{.nk = 2, .nv = 4, .kd = 16, .vd = 16, .ks = 1}, GdnDims{.nk = 0, .nv = 4, .kd = 16, .vd = 16}}) {
     Status s = d.validate();
     ASSERT_FALSE(s.ok());
     EXPECT_EQ(s.error().code, ErrorCode::kBadRequest);
@@ -217,7 +219,8 @@ void runConvPrefill(uint32_t T, bool fresh, uint32_t seed) {
   Weights w = randomWeights(d, rng);
   std::vector<float> proj = randn((size_t)T * d.projWidth(), rng, 2.0f);
   std::vector<float> cstate = randn(slots * d.convStateFloats(), rng);
-  if (fresh) std::fill(cstate.begin() + slot * d.convStateFloats(), cstate.begin() + (slot + 1) * d.convStateFloats(), 0.f);
+  if (fresh)
+    std::fill(cstate.begin() + slot * d.convStateFloats(), cstate.begin() + (slot + 1) * d.convStateFloats(), 0.f);
   std::vector<uint32_t> meta = {T, slot, 0, 0};
   gpu::Buffer bproj = upload(proj), bw = upload(w.conv_w), bal = upload(w.a_log), bdt = upload(w.dt_bias);
   gpu::Buffer bmeta = upload(meta), bcs = upload(cstate), bprep = poisoned((size_t)T * d.prepWidth());
@@ -307,8 +310,8 @@ void runPrefill(const GdnDims& d, GdnPrefillAlgo algo, uint32_t T, bool fresh, u
   std::vector<uint32_t> meta = {T, slot, 0, 0};
   gpu::Buffer bstate = upload(state), bnw = upload(w.norm_w), bmeta = upload(meta);
   gpu::Buffer bprep = upload(prep), bproj = upload(proj), bout = poisoned((size_t)max_tokens * d.outWidth());
-  auto op = GdnPrefillOp::create(ctx(), d, max_tokens, {{&bprep}, {&bproj}, {&bnw}, {&bmeta}, {&bstate}, {&bout}},
-                                 algo);
+  auto op =
+      GdnPrefillOp::create(ctx(), d, max_tokens, {{&bprep}, {&bproj}, {&bnw}, {&bmeta}, {&bstate}, {&bout}}, algo);
   ASSERT_TRUE(op.ok()) << op.error().toString();
   gpu::Recorder rec(ctx());
   op->record(rec, T);
@@ -329,7 +332,9 @@ TEST(GdnPrefill, ChunkedT5Fresh) { runPrefill(kSmall, GdnPrefillAlgo::kChunked, 
 TEST(GdnPrefill, ChunkedT64) { runPrefill(kSmall, GdnPrefillAlgo::kChunked, 64, false, 43); }
 TEST(GdnPrefill, ChunkedT150Fresh) { runPrefill(kSmall, GdnPrefillAlgo::kChunked, 150, true, 44); }
 TEST(GdnPrefill, ChunkedT150Continuation) { runPrefill(kSmall, GdnPrefillAlgo::kChunked, 150, false, 45); }
-TEST(GdnPrefill, ChunkedOddDims) { runPrefill({.nk = 1, .nv = 3, .kd = 24, .vd = 40}, GdnPrefillAlgo::kChunked, 99, false, 46); }
+TEST(GdnPrefill, ChunkedOddDims) {
+  runPrefill({.nk = 1, .nv = 3, .kd = 24, .vd = 40}, GdnPrefillAlgo::kChunked, 99, false, 46);
+}
 TEST(GdnPrefill, ChunkedHeadDim128) {
   runPrefill({.nk = 2, .nv = 4, .kd = 128, .vd = 128}, GdnPrefillAlgo::kChunked, 150, false, 47);
 }
