@@ -9,15 +9,15 @@ namespace {
 
 constexpr uint32_t kConvWg = 128;
 constexpr uint32_t kSolveWg = 256;
+constexpr uint32_t kStateCols = 32;      // gdn_chunked MODE 1: state columns per workgroup (NB <= 32)
+constexpr uint32_t kStateRowGroups = 8;  // gdn_chunked MODE 1: invocations per column (const G)
 
 Error badDims(const std::string& why, const GdnDims& d) {
   return makeError(ErrorCode::kBadRequest, "GDN dims: " + why,
                    {{"nk", d.nk}, {"nv", d.nv}, {"kd", d.kd}, {"vd", d.vd}, {"ks", d.ks}});
 }
 
-gpu::Constants shapeConstants(const GdnDims& d) {
-  return {{"NK", d.nk}, {"NV", d.nv}, {"KD", d.kd}, {"VD", d.vd}};
-}
+gpu::Constants shapeConstants(const GdnDims& d) { return {{"NK", d.nk}, {"NV", d.nv}, {"KD", d.kd}, {"VD", d.vd}}; }
 
 // Invocations per state column: the largest power of two with vd * k <= 256 that divides kd.
 uint32_t autoKsplit(const GdnDims& d) {
@@ -133,11 +133,12 @@ Result<GdnPrefillOp> GdnPrefillOp::create(gpu::Context& ctx, const GdnDims& dims
                                   "gdn_chunk_scratch");
   if (!scratch) return std::move(scratch).error();
   op.scratch_ = std::move(*scratch);
-  op.state_wg_ = dims.vd < 32 ? dims.vd : 32;
-  const uint32_t wg[3] = {kSolveWg, op.state_wg_, dims.vd};
+  op.state_cols_ = dims.vd < kStateCols ? dims.vd : kStateCols;
+  const uint32_t wg[3] = {kSolveWg, op.state_cols_ * kStateRowGroups, dims.vd};
   for (uint32_t mode = 0; mode < 3; ++mode) {
     c["MODE"] = mode;
     c["WG"] = wg[mode];
+    c["NB"] = mode == 1 ? op.state_cols_ : kStateCols;
     auto k = ctx.kernel("gdn_chunked", c);
     if (!k) return std::move(k).error();
     op.k_[mode] = *k;
@@ -156,7 +157,7 @@ void GdnPrefillOp::record(gpu::Recorder& rec, uint32_t tokens) const {
   }
   const uint32_t chunks = (tokens + kChunk - 1) / kChunk;
   rec.dispatch(*k_[0], bg_[0], chunks, dims_.nv);
-  rec.dispatch(*k_[1], bg_[1], dims_.nv, (dims_.vd + state_wg_ - 1) / state_wg_);
+  rec.dispatch(*k_[1], bg_[1], dims_.nv, (dims_.vd + state_cols_ - 1) / state_cols_);
   rec.dispatch(*k_[2], bg_[2], chunks, dims_.nv);
 }
 

@@ -11,27 +11,27 @@
 // meta [2] u32 = [T, slot], written by the CPU before the submit (record() gets the same T for the grid size).
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "base/error.h"
 #include "gpu/context.h"
 #include "gpu/recorder.h"
-
-#include <cstdint>
-#include <vector>
 
 namespace ewgpu::kernels {
 
 // Shapes of one GDN layer.
 struct GdnDims {
-  uint32_t nk = 0;      // key heads (q and k)
-  uint32_t nv = 0;      // value heads (= recurrent states); a multiple of nk
-  uint32_t kd = 0;      // key head dim (<= 256)
-  uint32_t vd = 0;      // value head dim (<= 256)
-  uint32_t ks = 4;      // conv kernel width (>= 2)
-  float eps = 1e-6f;    // rms_norm_eps of the gated norm
+  uint32_t nk = 0;    // key heads (q and k)
+  uint32_t nv = 0;    // value heads (= recurrent states); a multiple of nk
+  uint32_t kd = 0;    // key head dim (<= 256)
+  uint32_t vd = 0;    // value head dim (<= 256)
+  uint32_t ks = 4;    // conv kernel width (>= 2)
+  float eps = 1e-6f;  // rms_norm_eps of the gated norm
 
-  uint32_t convChannels() const { return 2 * nk * kd + nv * vd; }            // C
-  uint32_t projWidth() const { return convChannels() + nv * vd + 2 * nv; }   // qkv | z | b | a
-  uint32_t prepWidth() const { return convChannels() + 2 * nv; }             // q | k | v | beta | g
+  uint32_t convChannels() const { return 2 * nk * kd + nv * vd; }           // C
+  uint32_t projWidth() const { return convChannels() + nv * vd + 2 * nv; }  // qkv | z | b | a
+  uint32_t prepWidth() const { return convChannels() + 2 * nv; }            // q | k | v | beta | g
   uint32_t outWidth() const { return nv * vd; }
   uint64_t convStateFloats() const { return (uint64_t)convChannels() * (ks - 1); }  // per slot
   uint64_t stateFloats() const { return (uint64_t)nv * kd * vd; }                   // per slot
@@ -107,8 +107,8 @@ class GdnPrefillOp {
   GdnDims dims_;
   GdnPrefillAlgo algo_ = GdnPrefillAlgo::kChunked;
   uint32_t max_tokens_ = 0;
-  uint32_t state_wg_ = 0;                        // columns per workgroup of the state pass
-  gpu::Buffer scratch_;                          // [ceil(max_tokens/64), nv, 64, kd+vd] f32
+  uint32_t state_cols_ = 0;  // state columns per workgroup of the state pass
+  gpu::Buffer scratch_;      // [ceil(max_tokens/64), nv, 64, kd+vd] f32
   const gpu::Kernel* k_[3] = {nullptr, nullptr, nullptr};
   gpu::BindGroup bg_[3];
 };

@@ -4,7 +4,8 @@
 //   MODE 0 "solve"  grid (nchunks, NV), WG0 invocations: per chunk c and value head j, with Γ = cumsum(g),
 //           A[r,s] = β_r exp(Γ_r - Γ_s) (k_r·k_s) for s < r, solves (I + A) X = RHS by forward substitution for
 //           RHS rows [β_r e^{Γ_r} k_r | β_r v_r] → X = [Wk | U'] ([CH, KD + VD]) into scratch (one column each).
-//   MODE 1 "state"  grid (NV, ceil(VD / WG1)): sequential over chunks; invocation n owns state column n:
+//   MODE 1 "state"  grid (NV, ceil(VD / NB)), NB*8 invocations: sequential over chunks; state column n is owned by
+//           8 invocations (8 chunk rows each for U/O, KD/8 key rows each for S):
 //           U = U' - Wk S0 (into scratch over U'), O_inter = diag(e^Γ) Q S0 (into out),
 //           S = e^{Γ_last} S0 + (diag(e^{Γ_last - Γ}) K)^T U.
 //   MODE 2 "output" grid (nchunks, NV), WG = VD invocations: O = O_inter + ((Q K^T) ⊙ M) U with
@@ -16,10 +17,12 @@ override KD: u32 = 16u;
 override VD: u32 = 16u;
 override EPS: f32 = 1e-6;
 override MODE: u32 = 0u;
-override WG: u32 = 64u;  // MODE 0: any (256); MODE 1: columns per workgroup; MODE 2: must equal VD
+override WG: u32 = 64u;  // MODE 0: any (256); MODE 1: NB * G; MODE 2: must equal VD
+override NB: u32 = 32u;  // MODE 1: state columns per workgroup (<= 32)
 
 const CH: u32 = 64u;  // chunk length
-const TI: u32 = 16u;  // key rows per shared tile in MODE 1
+const G: u32 = 8u;          // MODE 1: row groups per workgroup
+const RPG: u32 = CH / G;    // MODE 1: chunk rows per group
 
 @group(0) @binding(0) var<storage, read> prep: array<f32>;           // [T, C + 2*NV]: q | k | v | beta | g
 @group(0) @binding(1) var<storage, read> proj: array<f32>;           // [T, C + NV*VD + 2*NV]; z at C + j*VD
@@ -29,11 +32,11 @@ const TI: u32 = 16u;  // key rows per shared tile in MODE 1
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;      // [T, NV*VD]
 @group(0) @binding(6) var<storage, read_write> scratch: array<f32>;  // [nchunks, NV, CH, KD + VD]: Wk | U' (then U)
 
-// Shared memory, reused by the modes: MODE 0 strict lower A (CH*(CH-1)/2), MODE 1 two tiles (2*CH*TI),
+// Shared memory, reused by the modes: MODE 0 strict lower A (CH*(CH-1)/2), MODE 1 U of the chunk (CH*NB),
 // MODE 2 lower P incl. diagonal (CH*(CH+1)/2).
 var<workgroup> sh: array<f32, 2080>;
 var<workgroup> gam: array<f32, CH>;  // Γ (cumulative log decay inside the chunk)
-var<workgroup> bet: array<f32, CH>;  // β (MODE 0), row scales (MODE 2)
+var<workgroup> bet: array<f32, CH>;  // β (MODE 0), decay to the chunk end (MODE 1), row scales (MODE 2)
 var<workgroup> wg_u32: u32;
 
 fn channels() -> u32 { return 2u * NK * KD + NV * VD; }
@@ -104,76 +107,66 @@ fn solveChunk(c: u32, j: u32, T: u32, lid: u32) {
   }
 }
 
+// MODE 1. Invocation (g, cl) of WG = NB * G owns state column n = nb*NB + cl: in phase A chunk rows
+// [g*RPG, (g+1)*RPG) of U and O_inter, in phase B key rows [g*KPG, (g+1)*KPG) of the new state.
 fn carryState(j: u32, nb: u32, T: u32, lid: u32) {
   let kh = j * NK / NV;
   let slot = info[1];
-  let n = nb * WG + lid;
+  let cl = lid % NB;
+  let g = lid / NB;
+  let n = nb * NB + cl;
   let own = n < VD;
   let sb = (slot * NV + j) * KD * VD + n;
+  let kpg = (KD + G - 1u) / G;
+  let i_begin = min(KD, g * kpg);
+  let i_end = min(KD, i_begin + kpg);
+  let r0 = g * RPG;
   let nchunks = (T + CH - 1u) / CH;
-  var u: array<f32, CH>;
-  var oi: array<f32, CH>;
   for (var c = 0u; c < nchunks; c++) {
     let t0 = c * CH;
     let len = min(CH, T - t0);
     loadGates(t0, len, j, lid);
-    for (var r = 0u; r < CH; r++) {
-      u[r] = select(0.0, scratch[scratchAt(c, j, r, KD + n)], own);
-      oi[r] = 0.0;
+    let glast = gam[CH - 1u];
+    if (lid < CH) { bet[lid] = exp(glast - gam[lid]); }  // decay from row r to the chunk end
+    // Phase A: U = U' - Wk S0, O_inter = e^Γ (Q S0) for this invocation's rows.
+    var u: array<f32, RPG>;
+    var oi: array<f32, RPG>;
+    for (var rr = 0u; rr < RPG; rr++) {
+      u[rr] = 0.0;
+      oi[rr] = 0.0;
+      if (own && r0 + rr < len) { u[rr] = scratch[scratchAt(c, j, r0 + rr, KD + n)]; }
     }
-    // U = U' - Wk S0 and O_inter = Q S0 (scaled by e^Γ below), tiled over key rows.
-    for (var i0 = 0u; i0 < KD; i0 += TI) {
-      workgroupBarrier();
-      for (var e = lid; e < CH * TI; e += WG) {
-        let r = e / TI;
-        let i = i0 + e % TI;
-        var wk = 0.0;
-        var q = 0.0;
-        if (i < KD && r < len) {
-          wk = scratch[scratchAt(c, j, r, i)];
-          q = qAt(t0 + r, kh, i);
-        }
-        sh[e] = wk;
-        sh[CH * TI + e] = q;
-      }
-      workgroupBarrier();
-      if (own) {
-        for (var ii = 0u; ii < TI && i0 + ii < KD; ii++) {
-          let s = state[sb + (i0 + ii) * VD];
-          for (var r = 0u; r < CH; r++) {
-            u[r] -= sh[r * TI + ii] * s;
-            oi[r] += sh[CH * TI + r * TI + ii] * s;
+    if (own) {
+      for (var i = 0u; i < KD; i++) {
+        let s = state[sb + i * VD];
+        for (var rr = 0u; rr < RPG; rr++) {
+          if (r0 + rr < len) {
+            u[rr] -= scratch[scratchAt(c, j, r0 + rr, i)] * s;
+            oi[rr] += qAt(t0 + r0 + rr, kh, i) * s;
           }
         }
       }
-    }
-    if (own) {
-      for (var r = 0u; r < len; r++) {
-        scratch[scratchAt(c, j, r, KD + n)] = u[r];
-        out[(t0 + r) * NV * VD + j * VD + n] = exp(gam[r]) * oi[r];
-      }
-    }
-    // S = e^{Γ_last} S0 + (diag(e^{Γ_last - Γ}) K)^T U.
-    let glast = gam[CH - 1u];
-    for (var i0 = 0u; i0 < KD; i0 += TI) {
-      workgroupBarrier();
-      for (var e = lid; e < CH * TI; e += WG) {
-        let r = e / TI;
-        let i = i0 + e % TI;
-        var kd = 0.0;
-        if (i < KD && r < len) { kd = exp(glast - gam[r]) * kAt(t0 + r, kh, i); }
-        sh[e] = kd;
-      }
-      workgroupBarrier();
-      if (own) {
-        for (var ii = 0u; ii < TI && i0 + ii < KD; ii++) {
-          var acc = exp(glast) * state[sb + (i0 + ii) * VD];
-          for (var r = 0u; r < CH; r++) { acc += sh[r * TI + ii] * u[r]; }
-          state[sb + (i0 + ii) * VD] = acc;
+      for (var rr = 0u; rr < RPG; rr++) {
+        let r = r0 + rr;
+        sh[r * NB + cl] = u[rr];
+        if (r < len) {
+          scratch[scratchAt(c, j, r, KD + n)] = u[rr];
+          out[(t0 + r) * NV * VD + j * VD + n] = exp(gam[r]) * oi[rr];
         }
       }
     }
-    workgroupBarrier();  // gam/sh are rewritten by the next chunk
+    storageBarrier();  // every invocation has read S0 before phase B overwrites it
+    workgroupBarrier();
+    // Phase B: S = e^{Γ_last} S0 + (diag(e^{Γ_last - Γ}) K)^T U for this invocation's key rows.
+    if (own) {
+      for (var i = i_begin; i < i_end; i++) {
+        var acc = exp(glast) * state[sb + i * VD];
+        for (var r = 0u; r < len; r++) { acc += bet[r] * kAt(t0 + r, kh, i) * sh[r * NB + cl]; }
+        state[sb + i * VD] = acc;
+      }
+    }
+    storageBarrier();  // the next chunk reads rows other invocations wrote
+    workgroupBarrier();
   }
 }
 

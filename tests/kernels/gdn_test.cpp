@@ -4,9 +4,10 @@
 // T = 1, 5, 64, 150 tokens from zero and non-zero states, and a prefill-then-decode pipeline.
 // GVA throughout (nk = 2, nv = 4). Tolerance: f32 kernels vs double, 1e-4 of the largest magnitude.
 #include "kernels/gdn.h"
-#include "kernel_test_util.h"
 
 #include <cmath>
+
+#include "kernel_test_util.h"
 
 namespace ewgpu::kernels {
 namespace {
@@ -86,6 +87,15 @@ void refStep(const GdnDims& d, const float* prep, const float* z, const std::vec
   }
 }
 
+// download() after waiting for the queue with the long finish() timeout: Readback::wait gives up after 1 s of
+// GPU time, which a loaded 2-core machine running SwiftShader can exceed.
+template <class T>
+std::vector<T> fetch(const gpu::Buffer& b, size_t n) {
+  Status done = ctx().finish();
+  EXPECT_TRUE(done.ok()) << done.error().toString();
+  return download<T>(b, n);
+}
+
 // ---- random inputs ----------------------------------------------------------------------------------------
 
 std::vector<float> randn(size_t n, std::mt19937& rng, float scale = 1.0f) {
@@ -145,6 +155,22 @@ Weights randomWeights(const GdnDims& d, std::mt19937& rng) {
   return w;
 }
 
+TEST(GdnDims, RejectsShapesTheKernelsCannotRun) {
+  EXPECT_TRUE(GdnDims({.nk = 2, .nv = 4, .kd = 16, .vd = 16}).validate().ok());
+  for (GdnDims d :
+       {GdnDims{.nk = 3, .nv = 4, .kd = 16, .vd = 16}, GdnDims{.nk = 2, .nv = 4, .kd = 512, .vd = 16},
+        GdnDims{.nk = 2, .nv = 4, .kd = 16, .vd = 16, .ks = 1}, GdnDims{.nk = 0, .nv = 4, .kd = 16, .vd = 16}}) {
+    Status s = d.validate();
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.error().code, ErrorCode::kBadRequest);
+  }
+  gpu::Buffer any = upload(std::vector<float>(16, 0.f));
+  auto op = GdnRecurrentOp::create(ctx(), {.nk = 2, .nv = 4, .kd = 16, .vd = 16},
+                                   {{&any}, {&any}, {&any}, {&any}, {&any}, {&any}}, /*ksplit=*/3);
+  ASSERT_FALSE(op.ok());
+  EXPECT_EQ(op.error().code, ErrorCode::kBadRequest);
+}
+
 // ---- conv + prep ------------------------------------------------------------------------------------------
 
 TEST(GdnConv, DecodeBatchWithSlotsAndAnInactiveRow) {
@@ -166,7 +192,7 @@ TEST(GdnConv, DecodeBatchWithSlotsAndAnInactiveRow) {
   ASSERT_TRUE(rec.submit().ok());
 
   std::vector<double> want_state = toDouble(cstate), want_prep;
-  std::vector<float> got_prep = download<float>(bprep, (size_t)B * d.prepWidth()), got_active;
+  std::vector<float> got_prep = fetch<float>(bprep, (size_t)B * d.prepWidth()), got_active;
   for (uint32_t b = 0; b < B; ++b) {
     if (!active[b]) continue;
     std::vector<double> st(want_state.begin() + slot[b] * d.convStateFloats(),
@@ -179,7 +205,7 @@ TEST(GdnConv, DecodeBatchWithSlotsAndAnInactiveRow) {
   }
   expectClose(got_active, want_prep, kTol, "prep");
   // Slot 0 belongs to the inactive row and slot 1 to nobody: both must be bit-identical to the input.
-  std::vector<float> got_state = download<float>(bcs, cstate.size());
+  std::vector<float> got_state = fetch<float>(bcs, cstate.size());
   expectClose(got_state, want_state, 1e-6, "conv state");
   for (uint32_t s : {0u, 1u})
     for (uint64_t i = 0; i < d.convStateFloats(); ++i)
@@ -193,7 +219,8 @@ void runConvPrefill(uint32_t T, bool fresh, uint32_t seed) {
   Weights w = randomWeights(d, rng);
   std::vector<float> proj = randn((size_t)T * d.projWidth(), rng, 2.0f);
   std::vector<float> cstate = randn(slots * d.convStateFloats(), rng);
-  if (fresh) std::fill(cstate.begin() + slot * d.convStateFloats(), cstate.begin() + (slot + 1) * d.convStateFloats(), 0.f);
+  if (fresh)
+    std::fill(cstate.begin() + slot * d.convStateFloats(), cstate.begin() + (slot + 1) * d.convStateFloats(), 0.f);
   std::vector<uint32_t> meta = {T, slot, 0, 0};
   gpu::Buffer bproj = upload(proj), bw = upload(w.conv_w), bal = upload(w.a_log), bdt = upload(w.dt_bias);
   gpu::Buffer bmeta = upload(meta), bcs = upload(cstate), bprep = poisoned((size_t)T * d.prepWidth());
@@ -209,8 +236,8 @@ void runConvPrefill(uint32_t T, bool fresh, uint32_t seed) {
                          want_state.begin() + (slot + 1) * d.convStateFloats());
   auto want_prep = refConvPrep(d, proj.data(), T, w.conv_w, w.a_log, w.dt_bias, st);
   std::copy(st.begin(), st.end(), want_state.begin() + slot * d.convStateFloats());
-  expectClose(download<float>(bprep, want_prep.size()), want_prep, kTol, "prep");
-  expectClose(download<float>(bcs, cstate.size()), want_state, 1e-6, "conv state");
+  expectClose(fetch<float>(bprep, want_prep.size()), want_prep, kTol, "prep");
+  expectClose(fetch<float>(bcs, cstate.size()), want_state, 1e-6, "conv state");
 }
 
 TEST(GdnConv, PrefillOneToken) { runConvPrefill(1, false, 21); }
@@ -247,7 +274,7 @@ void runDecode(const GdnDims& d, uint32_t ksplit, uint32_t seed) {
     op->record(rec, B);
     ASSERT_TRUE(rec.submit().ok());
     std::vector<double> want_out;
-    std::vector<float> got_out = download<float>(bout, (size_t)B * d.outWidth()), got_active;
+    std::vector<float> got_out = fetch<float>(bout, (size_t)B * d.outWidth()), got_active;
     for (uint32_t b = 0; b < B; ++b) {
       if (!active[b]) continue;
       std::vector<double> o(d.outWidth());
@@ -258,7 +285,7 @@ void runDecode(const GdnDims& d, uint32_t ksplit, uint32_t seed) {
                         got_out.begin() + (size_t)(b + 1) * d.outWidth());
     }
     expectClose(got_active, want_out, kTol, "decode out");
-    std::vector<float> got_state = download<float>(bstate, state.size());
+    std::vector<float> got_state = fetch<float>(bstate, state.size());
     expectClose(got_state, want_state, kTol, "decode state");
     for (uint64_t i = 0; i < d.stateFloats(); ++i)  // slot 2 is nobody's
       ASSERT_EQ(got_state[2 * d.stateFloats() + i], state[2 * d.stateFloats() + i]);
@@ -283,8 +310,8 @@ void runPrefill(const GdnDims& d, GdnPrefillAlgo algo, uint32_t T, bool fresh, u
   std::vector<uint32_t> meta = {T, slot, 0, 0};
   gpu::Buffer bstate = upload(state), bnw = upload(w.norm_w), bmeta = upload(meta);
   gpu::Buffer bprep = upload(prep), bproj = upload(proj), bout = poisoned((size_t)max_tokens * d.outWidth());
-  auto op = GdnPrefillOp::create(ctx(), d, max_tokens, {{&bprep}, {&bproj}, {&bnw}, {&bmeta}, {&bstate}, {&bout}},
-                                 algo);
+  auto op =
+      GdnPrefillOp::create(ctx(), d, max_tokens, {{&bprep}, {&bproj}, {&bnw}, {&bmeta}, {&bstate}, {&bout}}, algo);
   ASSERT_TRUE(op.ok()) << op.error().toString();
   gpu::Recorder rec(ctx());
   op->record(rec, T);
@@ -294,8 +321,8 @@ void runPrefill(const GdnDims& d, GdnPrefillAlgo algo, uint32_t T, bool fresh, u
   for (uint32_t t = 0; t < T; ++t)
     refStep(d, &prep[(size_t)t * d.prepWidth()], &proj[(size_t)t * d.projWidth() + d.convChannels()], w.norm_w,
             &want_state[slot * d.stateFloats()], &want_out[(size_t)t * d.outWidth()]);
-  expectClose(download<float>(bout, want_out.size()), want_out, kTol, "prefill out");
-  expectClose(download<float>(bstate, state.size()), want_state, kTol, "prefill state");
+  expectClose(fetch<float>(bout, want_out.size()), want_out, kTol, "prefill out");
+  expectClose(fetch<float>(bstate, state.size()), want_state, kTol, "prefill state");
 }
 
 const GdnDims kSmall{.nk = 2, .nv = 4, .kd = 16, .vd = 16};
@@ -305,7 +332,9 @@ TEST(GdnPrefill, ChunkedT5Fresh) { runPrefill(kSmall, GdnPrefillAlgo::kChunked, 
 TEST(GdnPrefill, ChunkedT64) { runPrefill(kSmall, GdnPrefillAlgo::kChunked, 64, false, 43); }
 TEST(GdnPrefill, ChunkedT150Fresh) { runPrefill(kSmall, GdnPrefillAlgo::kChunked, 150, true, 44); }
 TEST(GdnPrefill, ChunkedT150Continuation) { runPrefill(kSmall, GdnPrefillAlgo::kChunked, 150, false, 45); }
-TEST(GdnPrefill, ChunkedOddDims) { runPrefill({.nk = 1, .nv = 3, .kd = 24, .vd = 40}, GdnPrefillAlgo::kChunked, 99, false, 46); }
+TEST(GdnPrefill, ChunkedOddDims) {
+  runPrefill({.nk = 1, .nv = 3, .kd = 24, .vd = 40}, GdnPrefillAlgo::kChunked, 99, false, 46);
+}
 TEST(GdnPrefill, ChunkedHeadDim128) {
   runPrefill({.nk = 2, .nv = 4, .kd = 128, .vd = 128}, GdnPrefillAlgo::kChunked, 150, false, 47);
 }
@@ -350,16 +379,16 @@ TEST(GdnMixer, PrefillThenDecodeMatchesTheRecurrence) {
   pre->record(rec, T);
   ASSERT_TRUE(rec.submit().ok());
   // prep passes through f32 on the GPU, so the comparison is looser than a single kernel's.
-  expectClose(download<float>(bout, (size_t)T * d.outWidth()), reference(proj, T), 1e-3, "prefill out");
+  expectClose(fetch<float>(bout, (size_t)T * d.outWidth()), reference(proj, T), 1e-3, "prefill out");
   for (uint32_t s = 0; s < decode_steps; ++s) {
     proj = randn(d.projWidth(), rng);
     ctx().write(bproj, 0, proj.data(), proj.size() * 4);
     conv_d->record(rec, 1);
     dec->record(rec, 1);
     ASSERT_TRUE(rec.submit().ok());
-    expectClose(download<float>(bout, d.outWidth()), reference(proj, 1), 1e-3, "decode out");
+    expectClose(fetch<float>(bout, d.outWidth()), reference(proj, 1), 1e-3, "decode out");
   }
-  std::vector<float> got_st = download<float>(bst, slots * d.stateFloats());
+  std::vector<float> got_st = fetch<float>(bst, slots * d.stateFloats());
   expectClose(std::vector<float>(got_st.begin() + slot * d.stateFloats(), got_st.end()), st, 1e-3, "state");
 }
 
