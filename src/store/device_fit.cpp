@@ -123,7 +123,7 @@ FitReport checkFit(const ModelFacts& f, const DeviceInfo& dev) {
   }
   bool wants_f16 =
       std::find(f.required_features.begin(), f.required_features.end(), "shader-f16") != f.required_features.end();
-  if (wants_f16 && !dev.shader_f16)
+  if (wants_f16 && !dev.shader_f16 && dev.max_storage_buffer_binding_size != 0)
     r.warnings.push_back({"shader_f16", "no shader-f16 on this adapter: runs with f32 arithmetic, possibly slower"});
   r.ok = r.blockers.empty();
   return r;
