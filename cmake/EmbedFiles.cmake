@@ -8,5 +8,8 @@ function(ewgpu_embed_files)
   add_custom_command(OUTPUT ${out}
     COMMAND ${CMAKE_COMMAND} -DOUT=${out} -DNS=${E_NAMESPACE} "-DFILES=${E_FILES}" -P ${EWGPU_EMBED_SCRIPT}
     DEPENDS ${E_FILES} ${EWGPU_EMBED_SCRIPT} VERBATIM)
+  # The rule lives in this directory; a custom target carries it to a target made elsewhere (CMP0118).
+  add_custom_target(${E_OUTPUT}_gen DEPENDS ${out})
+  add_dependencies(${E_TARGET} ${E_OUTPUT}_gen)
   target_sources(${E_TARGET} PRIVATE ${out})
 endfunction()

@@ -63,6 +63,7 @@ class [[nodiscard]] Result {
   T&& value() && { assert(ok()); return std::get<0>(std::move(v_)); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
+  T&& operator*() && { return std::move(*this).value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 

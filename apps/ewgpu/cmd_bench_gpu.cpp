@@ -1,0 +1,47 @@
+// ewgpu bench gpu [--json] [--bytes N] [--adapter ...]: the seed's WebGPU micro-benchmarks, natively.
+#include "command.h"
+#include "gpu/microbench.h"
+
+#include <cstdio>
+#include <iostream>
+
+namespace ewgpu::cli {
+namespace {
+
+int runBenchGpu(const Args& args) {
+  bool json = hasFlag(args, "--json");
+  gpu::ContextOptions copts;
+  if (auto a = flagValue(args, "--adapter")) copts.adapter = *a;
+  auto ctx = gpu::Context::create(copts);
+  if (!ctx) return reportError(ctx.error(), json);
+  gpu::MicrobenchOptions o;
+  if (auto b = flagValue(args, "--bytes")) o.read_bytes = std::stoull(*b);
+  auto r = gpu::runMicrobench(**ctx, o);
+  if (!r) return reportError(r.error(), json);
+  const DeviceInfo& d = (*ctx)->info();
+  if (json) {
+    nlohmann::json j = r->toJson();
+    j["device"] = d.device;
+    j["backend"] = d.backend;
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("device: %s (%s), timestamps %s\n\n", d.device.c_str(), d.backend.c_str(), r->timestamps ? "yes" : "no");
+  std::printf("%-44s %12.2f us\n", "idle submit + wait (median)", r->submit_wait_us);
+  std::printf("\nstreaming read of %.0f MiB, vec4 loads, 256 threads/workgroup\n", r->read_bytes / 1048576.0);
+  std::printf("  %10s %10s %10s %10s\n", "workgroups", "gpu ms", "wall ms", "GB/s");
+  for (const auto& p : r->bandwidth)
+    std::printf("  %10u %10.3f %10.3f %10.1f\n", p.workgroups, p.gpu_ms, p.wall_ms, p.gbps);
+  std::printf("  best %.1f GB/s\n\n", r->best_gbps);
+  std::printf("%-44s %12.3f us\n", "GPU per dependent dispatch, one pass", r->dispatch_in_pass_us);
+  std::printf("%-44s %12.3f us  (%.1fx)\n", "GPU per dependent dispatch, one pass each", r->dispatch_pass_each_us,
+              r->dispatch_in_pass_us > 0 ? r->dispatch_pass_each_us / r->dispatch_in_pass_us : 0.0);
+  std::printf("%-44s %12.3f us\n", "CPU encode per dispatch", r->encode_us);
+  return 0;
+}
+
+Registration reg{{"bench gpu", "bench gpu [--json] [--bytes N] [--adapter A]",
+                  "WebGPU micro-benchmarks: submit latency, read bandwidth, dispatch and encode cost", runBenchGpu}};
+
+}  // namespace
+}  // namespace ewgpu::cli

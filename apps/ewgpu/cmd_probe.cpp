@@ -1,0 +1,52 @@
+// ewgpu probe [--json] [--adapter auto|gpu|swiftshader]: what the WebGPU adapter is and can do.
+#include "command.h"
+#include "gpu/context.h"
+
+#include <cstdio>
+#include <iostream>
+
+namespace ewgpu::cli {
+namespace {
+
+std::string gib(uint64_t b) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%.2f GiB", (double)b / (1ull << 30));
+  return s;
+}
+
+int runProbe(const Args& args) {
+  bool json = hasFlag(args, "--json");
+  gpu::ContextOptions opts;
+  if (auto a = flagValue(args, "--adapter")) opts.adapter = *a;
+  auto ctx = gpu::Context::create(opts);
+  if (!ctx) return reportError(ctx.error(), json);
+  const DeviceInfo& d = (*ctx)->info();
+  if (json) {
+    std::cout << d.toJson().dump(2) << "\n";
+    return 0;
+  }
+  std::printf("adapter   %s (%s)\n", d.device.c_str(), d.description.c_str());
+  std::printf("vendor    %s  architecture %s  id %04x:%04x\n", d.vendor.c_str(), d.architecture.c_str(), d.vendor_id,
+              d.device_id);
+  std::printf("backend   %s  type %s  subgroup size %u..%u\n", d.backend.c_str(), d.adapter_type.c_str(),
+              d.subgroup_min_size, d.subgroup_max_size);
+  std::printf("features  shader-f16 %s, subgroups %s, timestamp-query %s\n", d.shader_f16 ? "yes" : "no",
+              d.subgroups ? "yes" : "no", d.timestamp_query ? "yes" : "no");
+  std::printf("limits    maxStorageBufferBindingSize %s, maxBufferSize %s, storage buffers/stage %u,\n",
+              gib(d.max_storage_buffer_binding_size).c_str(), gib(d.max_buffer_size).c_str(),
+              d.max_storage_buffers_per_shader_stage);
+  std::printf("          workgroup storage %u B, invocations/workgroup %u, workgroups/dimension %u\n",
+              d.max_compute_workgroup_storage_size, d.max_compute_invocations_per_workgroup,
+              d.max_compute_workgroups_per_dimension);
+  if (d.memory_heaps.empty()) std::printf("memory    heaps not reported\n");
+  for (const auto& h : d.memory_heaps)
+    std::printf("memory    heap %s, properties 0x%llx%s\n", gib(h.size).c_str(), (unsigned long long)h.properties,
+                (h.properties & 1) ? " (device-local)" : "");
+  return 0;
+}
+
+Registration reg{{"probe", "probe [--json] [--adapter auto|gpu|swiftshader]",
+                  "show the WebGPU adapter: device, backend, features, limits, memory", runProbe}};
+
+}  // namespace
+}  // namespace ewgpu::cli

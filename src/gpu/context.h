@@ -1,0 +1,185 @@
+// The WebGPU device layer: instance, adapter and device with the adapter's maximum limits, errors from the
+// device turned into typed errors, move-only buffers, kernels compiled from embedded WGSL with a pipeline cache,
+// bind groups. This folder is the only code that sees webgpu.h (webgpu_abi.h).
+//
+// Adapter choice (Linux): Vulkan is requested explicitly (a default request silently returns Dawn's Null
+// backend when no driver works). "auto" tries the system's Vulkan drivers first and falls back to SwiftShader
+// from Debian's chromium package; --adapter / EWGPU_ADAPTER=auto|gpu|swiftshader overrides.
+#pragma once
+
+#include "base/error.h"
+#include "gpu/device_info.h"
+#include "gpu/webgpu_abi.h"
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ewgpu::gpu {
+
+struct ContextOptions {
+  std::string adapter = "";  // "" = $EWGPU_ADAPTER or "auto"; "gpu" = hardware only; "swiftshader"
+  bool want_timestamps = true;
+};
+
+class Context;
+
+// A GPU buffer, destroyed explicitly (freed at once) when the owner lets go. Move-only.
+class Buffer {
+ public:
+  Buffer() = default;
+  ~Buffer() { reset(); }
+  Buffer(Buffer&& o) noexcept : h_(o.h_), size_(o.size_) { o.h_ = nullptr; o.size_ = 0; }
+  Buffer& operator=(Buffer&& o) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  WGPUBuffer handle() const { return h_; }
+  uint64_t size() const { return size_; }
+  explicit operator bool() const { return h_ != nullptr; }
+  void reset();
+
+ private:
+  friend class Context;
+  WGPUBuffer h_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+enum class BufferKind {
+  kStorage,   // storage + copy src/dst: weights, activations, state
+  kReadback,  // map-read + copy dst: staging for readback
+  kQuery,     // query resolve + copy src: timestamps
+};
+
+// A compiled compute pipeline and its bind group layout (group 0, explicit: built from the @binding
+// declarations of the WGSL, so bindings a specialisation leaves unused are still bound). Owns both handles.
+struct Kernel {
+  Kernel() = default;
+  ~Kernel() {
+    if (layout) wgpuBindGroupLayoutRelease(layout);
+    if (pipeline) wgpuComputePipelineRelease(pipeline);
+  }
+  Kernel(const Kernel&) = delete;
+  Kernel& operator=(const Kernel&) = delete;
+  std::string name;
+  WGPUComputePipeline pipeline = nullptr;
+  WGPUBindGroupLayout layout = nullptr;
+};
+
+// A slice of a buffer bound at binding index `binding` (in order of the kernel's @binding numbers).
+struct Binding {
+  const Buffer* buffer = nullptr;
+  uint64_t offset = 0;
+  uint64_t size = WGPU_WHOLE_SIZE;
+};
+
+class BindGroup {
+ public:
+  BindGroup() = default;
+  ~BindGroup() { if (h_) wgpuBindGroupRelease(h_); }
+  BindGroup(BindGroup&& o) noexcept : h_(o.h_) { o.h_ = nullptr; }
+  BindGroup& operator=(BindGroup&& o) noexcept { std::swap(h_, o.h_); return *this; }
+  BindGroup(const BindGroup&) = delete;
+  BindGroup& operator=(const BindGroup&) = delete;
+  WGPUBindGroup handle() const { return h_; }
+
+ private:
+  friend class Context;
+  WGPUBindGroup h_ = nullptr;
+};
+
+// Override constants of a pipeline (WGSL `override` declarations), by name.
+using Constants = std::map<std::string, double>;
+
+class Context {
+ public:
+  // NO_WEBGPU when no adapter can be found (detail says what was tried).
+  static Result<std::unique_ptr<Context>> create(const ContextOptions& options = {});
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  const DeviceInfo& info() const { return info_; }
+  const WGPULimits& limits() const { return limits_; }
+  WGPUInstance instance() const { return instance_; }
+  WGPUDevice device() const { return device_; }
+  WGPUQueue queue() const { return queue_; }
+
+  // Buffers. A size above the device's limits -> BAD_REQUEST (detail: size, limit); allocation failure ->
+  // OUT_OF_MEMORY. Storage buffers are zero-filled by WebGPU.
+  Result<Buffer> createBuffer(uint64_t size, BufferKind kind, std::string_view label);
+  // Uploads bytes (queue write; ordered before the next submit).
+  void write(const Buffer& dst, uint64_t offset, const void* data, size_t size);
+
+  // A kernel from the embedded src/kernels/<name>.wgsl, specialised by override constants, cached by
+  // (name, constants). GPU_ERROR carrying the compiler's message when the WGSL or pipeline is invalid.
+  Result<const Kernel*> kernel(std::string_view name, const Constants& constants = {});
+  // The same from WGSL text (tests, tools). Not cached.
+  Result<std::unique_ptr<Kernel>> compile(std::string_view name, std::string_view wgsl, const Constants& constants = {});
+
+  // A bind group for `k` whose entries are bindings[i] at @binding(i). GPU_ERROR on validation failure.
+  Result<BindGroup> bindGroup(const Kernel& k, const std::vector<Binding>& bindings);
+
+  // Errors the device reported asynchronously (uncaptured errors, device loss) since the last call.
+  // DEVICE_LOST once lost (sticky), GPU_ERROR / OUT_OF_MEMORY for uncaptured errors.
+  Status takeError();
+  bool lost() const { return lost_.load(); }
+
+  // Pumps callbacks registered with AllowProcessEvents (readbacks). Never blocks.
+  void processEvents();
+  // Blocks until `future` completes or `timeout_ns` passes. GPU_ERROR on timeout.
+  Status wait(WGPUFuture future, uint64_t timeout_ns = 30'000'000'000ull);
+  // Blocks until all submitted work is done (tests, benchmarks).
+  Status finish();
+
+  // Runs `fn` between pushing and popping a validation+OOM error scope; returns the first error it raised.
+  template <class F>
+  Status scoped(F&& fn) {
+    pushScopes();
+    fn();
+    return popScopes();
+  }
+
+ private:
+  Context() = default;
+  Status init(const ContextOptions& options);
+  Status requestAdapter(const std::string& mode, nlohmann::json& tried);
+  Status requestDevice();
+  void fillInfo();
+  void pushScopes();
+  Status popScopes();
+  static void onUncapturedError(const WGPUDevice*, WGPUErrorType, WGPUStringView, void*, void*);
+  static void onDeviceLost(const WGPUDevice*, WGPUDeviceLostReason, WGPUStringView, void*, void*);
+
+  WGPUInstance instance_ = nullptr;
+  WGPUAdapter adapter_ = nullptr;
+  WGPUDevice device_ = nullptr;
+  WGPUQueue queue_ = nullptr;
+  WGPULimits limits_{};
+  DeviceInfo info_;
+
+  std::mutex error_mu_;        // guards pending_errors_ (callbacks may come from Dawn threads)
+  std::vector<Error> pending_errors_;
+  std::atomic<bool> lost_{false};
+  std::string lost_message_;   // guarded by error_mu_
+
+  std::map<std::string, std::unique_ptr<Kernel>> kernels_;  // key: name + constants
+};
+
+// A tiny preprocessor for kernels: lines `//#if NAME`, `//#else`, `//#endif` keep or drop code depending on
+// `defines`; `//#enable subgroups` becomes `enable subgroups;` when SUBGROUPS is defined. Context::kernel
+// defines SUBGROUPS when the device has the subgroups feature. Dropped lines stay as empty lines.
+std::string preprocessWgsl(std::string_view src, const std::vector<std::string>& defines);
+
+// The embedded WGSL source of src/kernels/<stem>.wgsl ("" when there is none).
+std::string_view embeddedWgsl(std::string_view stem);
+
+// Probes the default adapter once per process (cached) for `ewgpu probe`, the store's device fit, ...
+Result<DeviceInfo> probeAdapterCached();
+
+}  // namespace ewgpu::gpu

@@ -1,0 +1,75 @@
+// Recorder: puts consecutive dispatches into one compute pass per flush. Dispatches inside a pass are ordered
+// by WebGPU's implicit barriers, so extra passes buy no correctness (the seed measured ~100 µs per pass on
+// Metal). A copy or clear ends the pass; submit() ends the pass and submits the command buffer. A dispatch cap
+// submits early after `dispatch_cap` dispatches (the seed lost a device with thousands in one encoder).
+// Optional GPU timing: with a Timer attached, every pass writes begin/end timestamps.
+#pragma once
+
+#include "gpu/context.h"
+
+#include <cstdint>
+
+namespace ewgpu::gpu {
+
+class Timer;
+
+struct RecorderStats {
+  uint64_t dispatches = 0;
+  uint64_t passes = 0;
+  uint64_t submits = 0;
+};
+
+class Recorder {
+ public:
+  explicit Recorder(Context& ctx, uint32_t dispatch_cap = 8192);
+  ~Recorder();
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
+
+  void dispatch(const Kernel& k, const BindGroup& bg, uint32_t x, uint32_t y = 1, uint32_t z = 1);
+  void copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset, uint64_t size);
+  void clear(const Buffer& buf, uint64_t offset, uint64_t size);
+  // Resolves queries [0, count) of `set` into `dst` (ends the pass).
+  void resolveQueries(WGPUQuerySet set, uint32_t count, const Buffer& dst);
+  // Ends the open pass (if any) and submits everything recorded so far. Returns device errors raised so far.
+  Status submit();
+  void setTimer(Timer* t) { timer_ = t; }
+  const RecorderStats& stats() const { return stats_; }
+  void resetStats() { stats_ = {}; }
+
+ private:
+  void ensureEncoder();
+  void ensurePass();
+  void endPass();
+
+  Context& ctx_;
+  uint32_t cap_;
+  uint32_t since_submit_ = 0;
+  WGPUCommandEncoder encoder_ = nullptr;
+  WGPUComputePassEncoder pass_ = nullptr;
+  Timer* timer_ = nullptr;
+  RecorderStats stats_;
+};
+
+// Timestamps around compute passes (needs the timestamp-query feature; otherwise available() is false).
+class Timer {
+ public:
+  static Result<std::unique_ptr<Timer>> create(Context& ctx, uint32_t max_passes = 2048);  // 2 queries each; WebGPU caps a set at 4096
+  ~Timer();
+  bool available() const { return set_ != nullptr; }
+  // Indices for the next pass, or nullptr when full/unavailable.
+  const WGPUPassTimestampWrites* nextPass();
+  // Records resolve + copy into the readback buffer (call before the final submit).
+  void resolve(Recorder& rec);
+  // After the submit completed: sum of (end - begin) over recorded passes, in nanoseconds; resets.
+  Result<uint64_t> readTotalNs(Context& ctx);
+
+ private:
+  Timer() = default;
+  WGPUQuerySet set_ = nullptr;
+  Buffer resolve_buf_, readback_;
+  uint32_t max_passes_ = 0, used_ = 0;
+  WGPUPassTimestampWrites writes_{};
+};
+
+}  // namespace ewgpu::gpu
