@@ -44,7 +44,7 @@ Error ioError(const std::string& op, const std::string& path, int err) {
                    {{"op", op}, {"path", path}, {"errno", err}, {"error", std::strerror(err)}, {"disk_full", full}});
 }
 
-Status makeDirs(const std::string& path) {
+Status makeDirTree(const std::string& path) {
   std::error_code ec;
   std::filesystem::create_directories(path, ec);
   if (ec) return ioError("mkdir", path, ec.value());

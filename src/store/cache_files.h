@@ -20,7 +20,7 @@ std::string modelFolderName(const std::string& id);
 // IO_ERROR with detail {op, path, errno, error, disk_full}; disk_full is true for ENOSPC/EDQUOT.
 Error ioError(const std::string& op, const std::string& path, int err);
 
-Status makeDirs(const std::string& path);
+Status makeDirTree(const std::string& path);
 int64_t fileSize(const std::string& path);   // -1 when absent or not a regular file
 Status removeTree(const std::string& path);  // ok when already absent
 Status fsyncDir(const std::string& dir);

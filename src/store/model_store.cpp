@@ -7,12 +7,11 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "model/model_folder.h"
 #include "store/cache_files.h"
 #include "store/model_url.h"
 
 namespace ewgpu {
-
-Status validateModelFolder(const std::string& dir);  // src/model/model_folder.h (branch wt-model)
 
 std::string_view cacheStateName(CacheState s) {
   switch (s) {
@@ -32,8 +31,8 @@ Result<std::unique_ptr<ModelStore>> ModelStore::open(StoreOptions opts) {
   if (opts.hf_endpoint.empty())
     if (const char* e = std::getenv("EWGPU_HF_ENDPOINT"); e && *e) opts.hf_endpoint = e;
   s->opts_ = std::move(opts);
-  EWGPU_TRY(makeDirs(s->cache_dir_ + "/models"));
-  EWGPU_TRY(makeDirs(s->cache_dir_ + "/locks"));
+  EWGPU_TRY(makeDirTree(s->cache_dir_ + "/models"));
+  EWGPU_TRY(makeDirTree(s->cache_dir_ + "/locks"));
   auto reg = Registry::open(s->cache_dir_ + "/registry.sqlite");
   if (!reg) return std::move(reg).error();
   s->registry_ = std::move(*reg);

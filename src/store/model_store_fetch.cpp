@@ -6,13 +6,12 @@
 #include <filesystem>
 #include <vector>
 
+#include "model/model_folder.h"
 #include "store/cache_files.h"
 #include "store/model_store.h"
 #include "store/model_url.h"
 
 namespace ewgpu {
-
-Status validateModelFolder(const std::string& dir);  // src/model/model_folder.h (branch wt-model)
 
 namespace {
 
@@ -62,7 +61,7 @@ Status copyFile(const std::string& src, const std::string& dst, const DownloadOp
 
 Status ModelStore::linkLocalFiles(const std::string& folder, const ModelRecord& rec) {
   EWGPU_TRY(removeTree(rec.dir));
-  EWGPU_TRY(makeDirs(rec.dir));
+  EWGPU_TRY(makeDirTree(rec.dir));
   for (const auto& f : rec.files) {
     std::string src = folder + "/" + f.name, dst = rec.dir + "/" + f.name;
     // A hard link costs nothing and leaves the user's file untouched when the cache copy is evicted.
@@ -128,7 +127,7 @@ Status ModelStore::download(ModelRecord& rec, const PullOptions& po) {
   if (!base) return std::move(base).error();
   auto lock = FileLock::acquire(lockPath(rec.id), po.cancel);
   if (!lock) return std::move(lock).error();
-  EWGPU_TRY(makeDirs(rec.dir));
+  EWGPU_TRY(makeDirTree(rec.dir));
   Downloader manifests(opts_.download, po.cancel, nullptr);  // small files; progress counts them below
   EWGPU_TRY(fetchManifest(rec, *base, manifests));
   rec.state = "partial";

@@ -140,20 +140,41 @@ TEST(StoreFit, BlockersAndWarningsStayDistinct) {
   EXPECT_TRUE(hasCode(r.warnings, "device_unknown"));
 }
 
-TEST(StoreFit, CanRunReadsTheCachedManifest) {
+TEST(StoreFit, FolderFactsComeFromTheManifest) {
+  TempDir t;
+  writeTinyMlcFolder(t.path, {4096, 1 << 20}, 3, true, "qwen3");  // tensors [4, n/16]: rows of n/4 bytes
+  ModelFacts f;
+  addFactsFromFolder(t.path, f);
+  EXPECT_EQ(f.arch, "qwen3");
+  EXPECT_EQ(f.largest_tensor_bytes, 1u << 20);
+  EXPECT_EQ(f.largest_row_bytes, (1u << 20) / 4);
+  EXPECT_TRUE(f.tensor_sizes_exact);
+}
+
+TEST(StoreFit, CanRunUsesTheStoredModel) {
   TempDir t;
   auto s = openStore(testStoreOptions(t.path + "/cache"));
   std::string folder = t.path + "/m";
-  writeTinyMlcFolder(folder, {4096, 1 << 20}, 3, true, "qwen3");
+  writeValidTinyModel(folder, 3, Arch::kQwen3);
   ASSERT_TRUE(s->addLocal(folder, "m").ok());
-  auto r = canRun(*s, "m", device(1, 8192, true));  // 1 MB binding limit; the 1 MB tensor has 4 rows
+  // The largest row, computed here from the manifest independently of the store.
+  auto manifest = nlohmann::json::parse(readFile(folder + "/tensor-cache.json"));
+  uint64_t row = 0;
+  for (const auto& shard : manifest["records"])
+    for (const auto& r : shard["records"])
+      row = std::max<uint64_t>(row, r["nbytes"].get<uint64_t>() / std::max<uint64_t>(1, r["shape"][0].get<uint64_t>()));
+  ASSERT_GT(row, 0u);
+  auto r = canRun(*s, "m", device(128, 8192, true));
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->ok);
   auto small = device(1, 8192, true);
-  small.max_storage_buffer_binding_size = 200 << 10;  // 200 KB < one 256 KB row
+  small.max_storage_buffer_binding_size = row - 1;
   r = canRun(*s, "m", small);
   EXPECT_FALSE(r->ok);
   EXPECT_TRUE(hasCode(r->blockers, "tensor_row_too_large"));
+  small.max_storage_buffer_binding_size = row;  // every row fits: at most a split warning
+  r = canRun(*s, "m", small);
+  EXPECT_TRUE(r->ok);
   EXPECT_EQ(canRun(*s, "nope", small).error().code, ErrorCode::kUnknownModel);
   auto cat = canRun(*s, "Llama-3.2-1B-Instruct-q4f16_1-MLC", device(128, 512, true));
   ASSERT_TRUE(cat.ok());

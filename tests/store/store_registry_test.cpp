@@ -36,7 +36,7 @@ class StoreLocal : public ::testing::Test {
  protected:
   void SetUp() override {
     folder = tmp.path + "/My-Model";
-    writeTinyMlcFolder(folder, {4096, 16384, 8192}, (uint32_t)std::random_device{}());
+    writeValidTinyModel(folder, std::random_device{}());
     store = openStore(testStoreOptions(tmp.path + "/cache"));
   }
   TempDir tmp;
@@ -77,7 +77,7 @@ TEST_F(StoreLocal, AddCopiesTheFolderAndResolves) {
   auto rec = store->addLocal(folder);
   ASSERT_TRUE(rec.ok()) << rec.error().toString();
   EXPECT_EQ(rec->id, "My-Model");
-  EXPECT_EQ(rec->files.size(), 6u);  // config, manifest, 3 shards, tokenizer
+  EXPECT_EQ(rec->files.size(), folderFileCount(folder));  // config, manifest, shards, tokenizer
   EXPECT_TRUE(sameFolder(folder, rec->dir));
   EXPECT_EQ(*store->cacheState("My-Model"), CacheState::kCached);
   EXPECT_TRUE(store->verify("My-Model", true).ok());
@@ -87,15 +87,16 @@ TEST_F(StoreLocal, AddCopiesTheFolderAndResolves) {
 }
 
 TEST_F(StoreLocal, InvalidFolderIsRejectedBeforeAnythingIsWritten) {
-  fs::remove(folder + "/params_shard_1.bin");
+  fs::remove(folder + "/params_shard_0.bin");
   auto rec = store->addLocal(folder);
   ASSERT_FALSE(rec.ok());
   EXPECT_EQ(rec.error().code, ErrorCode::kInvalidModelFolder);
   EXPECT_TRUE(fs::is_empty(tmp.path + "/cache/models"));
   EXPECT_TRUE(store->list()->empty());
   // A shard whose size differs from the manifest is just as invalid.
-  writeTinyMlcFolder(folder, {4096, 16384, 8192}, 1);
-  writeFile(folder + "/params_shard_2.bin", "short");
+  fs::remove_all(folder);
+  writeValidTinyModel(folder, 1);
+  writeFile(folder + "/params_shard_0.bin", "short");
   EXPECT_EQ(store->addLocal(folder).error().code, ErrorCode::kInvalidModelFolder);
   EXPECT_TRUE(fs::is_empty(tmp.path + "/cache/models"));
 }

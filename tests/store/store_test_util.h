@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/md5.h"
+#include "model/tiny_model.h"
 #include "store/cache_files.h"
 #include "store/model_store.h"
 
@@ -86,6 +87,41 @@ inline void writeTinyMlcFolder(const std::string& dir, const std::vector<size_t>
                                                .dump(2));
   writeFile(dir + "/tokenizer.json",
             nlohmann::json{{"model", {{"type", "BPE"}, {"vocab", {{"a", 0}}}}}, {"seed", seed}}.dump());
+}
+
+// A small byte-level BPE tokenizer.json (`n` single-token entries plus a few special tokens) at `path`.
+inline void writeSmallTokenizer(const std::string& path, int n = 200) {
+  nlohmann::json vocab = nlohmann::json::object();
+  for (int i = 0; i < n; ++i) vocab["tok" + std::to_string(i)] = i;
+  nlohmann::json added = nlohmann::json::array();
+  int id = n;
+  for (const char* s : {"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|begin_of_text|>", "<|eot_id|>"})
+    added.push_back({{"id", id++}, {"content", s}, {"special", true}});
+  writeFile(path, nlohmann::json{{"version", "1.0"},
+                                 {"added_tokens", added},
+                                 {"decoder", {{"type", "ByteLevel"}}},
+                                 {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::json::array()}}}}
+                      .dump());
+}
+
+// A folder the model layer's validator accepts: writeTinyModel (random weights) for `arch`.
+inline void writeValidTinyModel(const std::string& dir, uint64_t seed, Arch arch = Arch::kQwen2) {
+  std::string tok = dir + ".tokenizer.json";
+  writeSmallTokenizer(tok);
+  TinyModelSpec spec;
+  spec.arch = arch;
+  spec.seed = seed;
+  spec.tokenizer_path = tok;
+  auto st = writeTinyModel(spec, dir);
+  ASSERT_TRUE(st.ok()) << st.error().toString();
+  fs::remove(tok);
+}
+
+// Number of files the store keeps for a folder: config, manifest, shards, tokenizer files.
+inline size_t folderFileCount(const std::string& dir) {
+  size_t n = 0;
+  for (const auto& e : fs::directory_iterator(dir)) n += e.is_regular_file();
+  return n;
 }
 
 // The loopback hub serving `root` (fake_hub.py); killed on destruction.
