@@ -1,14 +1,5 @@
 // Model store commands, Ollama-style: pull, list, rm, add, recommend, prefetch, verify. Every one takes --json
 // (one JSON document on stdout) and --cache-dir DIR (else $EWGPU_CACHE_DIR, else the XDG cache folder).
-#include "command.h"
-#include "store/device_fit.h"
-#include "store/model_store.h"
-
-#if __has_include("gpu/device.h")
-#include "gpu/device.h"  // probeAdapterCached(): the lead's GPU layer, when present
-#define EWGPU_HAVE_PROBE 1
-#endif
-
 #include <unistd.h>
 
 #include <atomic>
@@ -19,6 +10,11 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+
+#include "command.h"
+#include "gpu/context.h"  // gpu::probeAdapterCached()
+#include "store/device_fit.h"
+#include "store/model_store.h"
 
 namespace ewgpu::cli {
 namespace {
@@ -199,7 +195,7 @@ int cmdVerify(const Args& a) {
   return 0;
 }
 
-// DeviceInfo from a JSON file with the struct's field names (as `ewgpu probe --json` prints them).
+// DeviceInfo from a JSON file in the shape `ewgpu probe --json` prints (DeviceInfo::toJson).
 Result<DeviceInfo> deviceFromJson(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;
@@ -207,32 +203,28 @@ Result<DeviceInfo> deviceFromJson(const std::string& path) {
   auto j = nlohmann::json::parse(ss.str(), nullptr, false);
   if (!in || j.is_discarded() || !j.is_object())
     return makeError(ErrorCode::kBadRequest, "cannot read device JSON " + path, {{"path", path}});
-  if (j.contains("device") && j["device"].is_object()) j = j["device"];
+  auto section = [&](const char* k) { return j.contains(k) && j[k].is_object() ? j[k] : nlohmann::json::object(); };
+  auto adapter = section("adapter"), features = section("features"), limits = section("limits");
   DeviceInfo d;
-  d.description = j.value("description", "");
-  d.backend = j.value("backend", "");
-  d.adapter_type = j.value("adapter_type", "");
-  d.shader_f16 = j.value("shader_f16", false);
-  d.max_storage_buffer_binding_size = j.value("max_storage_buffer_binding_size", (uint64_t)0);
-  d.max_buffer_size = j.value("max_buffer_size", (uint64_t)0);
+  d.description = adapter.value("description", "");
+  d.backend = adapter.value("backend", "");
+  d.adapter_type = adapter.value("type", "");
+  d.shader_f16 = features.value("shader-f16", false);
+  d.max_storage_buffer_binding_size = limits.value("maxStorageBufferBindingSize", (uint64_t)0);
+  d.max_buffer_size = limits.value("maxBufferSize", (uint64_t)0);
   if (j.contains("memory_heaps") && j["memory_heaps"].is_array())
     for (const auto& h : j["memory_heaps"])
-      d.memory_heaps.push_back({h.value("size", (uint64_t)0), h.value("properties", (uint64_t)0)});
+      if (h.is_object()) d.memory_heaps.push_back({h.value("size", (uint64_t)0), h.value("properties", (uint64_t)0)});
   return d;
 }
 
 // The device to rank for: --device-json FILE, else the GPU layer's cached probe, else "unknown".
 Result<DeviceInfo> deviceFor(const Args& a, std::string& note) {
   if (auto f = flagValue(a, "--device-json")) return deviceFromJson(*f);
-#ifdef EWGPU_HAVE_PROBE
-  auto d = ewgpu::probeAdapterCached();
+  auto d = gpu::probeAdapterCached();
   if (d) return d;
-  note = "no adapter (" + d.error().message + "): limits and memory not checked";
+  note = "unknown device (" + d.error().message + "): limits and memory not checked";
   return DeviceInfo{};
-#else
-  note = "unknown device (this build has no adapter probe; pass --device-json FILE): limits and memory not checked";
-  return DeviceInfo{};
-#endif
 }
 
 int cmdRecommend(const Args& a) {
