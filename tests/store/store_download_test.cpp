@@ -142,6 +142,21 @@ TEST_F(StoreDownload, StalledResponseTimesOutAndRetries) {
   EXPECT_TRUE(resumed);
 }
 
+TEST_F(StoreDownload, AServerThatNeverAnswersFailsInBoundedTime) {
+  hub->setRules({{{"match", "params_shard_0.bin"}, {"kind", "stall"}, {"after_bytes", 0}, {"delay_s", 30}, {"times", -1}}});
+  auto o = opts();
+  o.download.max_attempts = 2;
+  auto s = store(o);
+  auto t0 = std::chrono::steady_clock::now();
+  auto rec = s->pull(url);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_FALSE(rec.ok());
+  EXPECT_EQ(rec.error().code, ErrorCode::kNetwork);
+  EXPECT_EQ(rec.error().detail["reason"], "stalled");
+  EXPECT_EQ(rec.error().detail["attempt"], 2);
+  EXPECT_LT(secs, 8.0) << "2 attempts x (1 s stall timeout + up to 1 s of curl's progress interval) + backoff";
+}
+
 TEST_F(StoreDownload, CorruptShardFailsMd5AndIsNeverCached) {
   hub->setRules({{{"match", "params_shard_2.bin"}, {"kind", "corrupt"}, {"times", -1}}});
   auto s = store(opts());
