@@ -1,0 +1,228 @@
+// Prefill linear layer (tiled GEMM): y[t, ROW_OFFSET + c] = epilogue( sum_k x[t, k] * W[n, k] ) for the T tokens
+// of a prefill chunk, for every weight format of KERNELS.md (QFMT 0 q4f16_1, 1 q4f32_1, 2 q0f16, 3 q0f32,
+// 4 q3f16_1). Arithmetic and accumulation in f32.
+//
+// Tiling: one workgroup of 256 threads (16 x 16) computes a TILE_T x TILE_N tile (tokens x weight rows); each
+// thread owns a TM x TN micro-tile (TM = TILE_T / 16 rows, TN = TILE_N / 16 columns, TM, TN in {4, 8}).
+// The K loop walks half quantization groups (HG = 16 values for q4 and dense, 20 for q3: two steps per group):
+//   - x tile  xs [TILE_T][HG]  row-major in workgroup memory (vec4 along k, loaded coalesced as vec4);
+//   - w tile  ws [HG][TILE_N]  k-major, dequantized once per tile by up to 2*TILE_N threads, one "unit" each
+//     (one word of q4/q3 = 8/10 codes, 4 words of f16, 8 words of f32; all give 8 or 10 values of one row);
+//   - the next step's global loads are issued into registers before the current step's FMAs (register
+//     prefetch), dequantized and stored after them; two barriers per step.
+// Shared-memory patterns: x vec4 reads are broadcasts (two distinct rows per 32 threads), w vec4 reads hit 16
+// consecutive vec4 per row of threads, x stores are consecutive vec4, w stores are consecutive scalars along a
+// row of ws (the unit's column is the fastest thread index): no bank conflicts.
+//
+// Column layout of a tile. Plain (EPI 0/1): local column c is weight row n0 + c. SwiGLU (EPI 2): the weight holds
+// 2I rows (gate 0..I-1, up I..2I-1) and a tile covers TILE_N / 2 outputs; in each group of 4 local columns
+// 4q..4q+3 sit gate(i), gate(i+1), up(i), up(i+1) with i = i0 + 2q, so the thread that owns the vec4 owns both
+// halves of two outputs and no intermediate is written.
+//
+// Bindings: 0 w (weights of this buffer, N rows), 1 s (scales; unused for QFMT 2/3), 2 x [T, X_STRIDE] f32
+// (read as vec4: X_STRIDE and K multiples of 4), 3 y [T, Y_STRIDE] f32, 4 bias f32 (EPI 0/1: bias[ROW_OFFSET + n],
+// i.e. the whole tensor's bias; EPI 2: bias[r] for weight row r of this buffer), 5 meta: row_meta[0] = T.
+// Grid: (ceil(columns / tile columns), ceil(T_dispatched / TILE_T)); tiles whose rows start at or past T exit.
+
+@group(0) @binding(0) var<storage, read> w: array<u32>;
+@group(0) @binding(1) var<storage, read> s: array<u32>;
+@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+@group(0) @binding(4) var<storage, read> bias: array<f32>;
+@group(0) @binding(5) var<storage, read> row_meta: array<u32>;
+
+override N: u32;                  // weight rows in this buffer (SwiGLU: 2I)
+override K: u32;                  // inputs (logical; q3 rows are stored padded to a multiple of 40)
+override QFMT: u32 = 0u;          // 0 q4f16_1, 1 q4f32_1, 2 q0f16, 3 q0f32, 4 q3f16_1
+override EPI: u32 = 0u;           // 0 store, 1 residual add (y +=), 2 SwiGLU
+override HAS_BIAS: bool = false;
+override ROW_OFFSET: u32 = 0u;    // first output column of y written by this buffer
+override Y_STRIDE: u32;           // floats per row of y
+override X_STRIDE: u32 = K;       // floats per row of x (multiple of 4)
+override TILE_T: u32 = 64u;       // tokens per tile: 64 or 128
+override TILE_N: u32 = 64u;       // weight rows per tile: 64 or 128
+
+// Derived (never set from the host).
+override TM: u32 = TILE_T / 16u;                      // micro-tile rows per thread
+override TNV: u32 = TILE_N / 64u;                     // micro-tile vec4 columns per thread (TN / 4)
+override IS_Q3: bool = QFMT == 4u;
+override HG: u32 = select(16u, 20u, IS_Q3);           // k values per step (half a quantization group)
+override HGV: u32 = HG / 4u;                          // vec4 per x-tile row
+override UNIT: u32 = select(8u, 10u, IS_Q3);          // k values per dequantization unit (2 units per step)
+override WPU: u32 = select(select(1u, 4u, QFMT == 2u), 8u, QFMT == 3u);  // words per unit
+override G3: u32 = (K + 39u) / 40u;                   // q3 groups per row
+override WROW: u32 = select(select(select(K / 8u, K / 2u, QFMT == 2u), K, QFMT == 3u), 4u * G3, IS_Q3);
+override SROW: u32 = select(K / 32u, G3, IS_Q3);      // scales per row
+override NSTEPS: u32 = select(K / 16u, 2u * G3, IS_Q3);
+override XS_LEN: u32 = TILE_T * HGV;                  // vec4 in xs
+override WS_LEN: u32 = HG * TILE_N / 4u;              // vec4 in ws
+override XV: u32 = (XS_LEN + 255u) / 256u;            // x-tile vec4 per thread
+override IHALF: u32 = N / 2u;                         // SwiGLU: I
+
+var<workgroup> xs: array<vec4<f32>, XS_LEN>;  // [TILE_T][HG / 4]
+var<workgroup> ws: array<vec4<f32>, WS_LEN>;  // [HG][TILE_N / 4]
+
+// Registers of the prefetch pipeline and the accumulators.
+var<private> xr: array<vec4<f32>, 3>;   // x-tile vec4s this thread moves (XV <= 3)
+var<private> wr: array<u32, 8>;         // raw words of this thread's unit (WPU <= 8)
+var<private> sr: u32;                   // raw scale word of the unit
+var<private> acc: array<vec4<f32>, 16>; // [TM][TNV]
+
+// Weight row of local column c in the tile starting at n0 (plain) or output i0 (SwiGLU); N when out of range.
+fn weightRow(c: u32, tile: u32) -> u32 {
+  if (EPI == 2u) {
+    let i = tile * (TILE_N / 2u) + 2u * (c / 4u) + (c & 1u);
+    if (i >= IHALF) { return N; }
+    return select(i, IHALF + i, (c & 2u) != 0u);
+  }
+  return min(tile * TILE_N + c, N);
+}
+
+fn loadStep(step: u32, l: u32, t0: u32, T: u32, tile_n: u32) {
+  let k0 = step * HG;
+  for (var p = 0u; p < XV; p++) {
+    let v = l + p * 256u;
+    var val = vec4<f32>(0.0);
+    if (v < XS_LEN) {
+      let t = t0 + v / HGV;
+      let k = k0 + (v % HGV) * 4u;
+      if (t < T && k < K) { val = x[(t * X_STRIDE + k) / 4u]; }
+    }
+    xr[p] = val;
+  }
+  if (l < 2u * TILE_N) {
+    let row = weightRow(l % TILE_N, tile_n);
+    if (row < N) {
+      let base = row * WROW + step * 2u * WPU + (l / TILE_N) * WPU;
+      for (var j = 0u; j < WPU; j++) { wr[j] = w[base + j]; }
+      if (QFMT <= 1u || IS_Q3) {
+        let si = row * SROW + step / 2u;
+        sr = s[select(si / 2u, si, QFMT == 1u)];
+      }
+    }
+  }
+}
+
+fn scaleValue(row: u32, step: u32) -> f32 {
+  if (QFMT == 1u) { return bitcast<f32>(sr); }
+  let si = row * SROW + step / 2u;
+  return unpack2x16float(sr)[si & 1u];
+}
+
+// ws element (k, c) as a scalar: vec4 index k * TILE_N / 4 + c / 4, lane c % 4.
+fn putW(k: u32, c: u32, v: f32) {
+  ws[k * (TILE_N / 4u) + c / 4u][c & 3u] = v;
+}
+
+fn storeStep(step: u32, l: u32, tile_n: u32) {
+  for (var p = 0u; p < XV; p++) {
+    let v = l + p * 256u;
+    if (v < XS_LEN) { xs[v] = xr[p]; }
+  }
+  if (l < 2u * TILE_N) {
+    let c = l % TILE_N;
+    let k0 = (l / TILE_N) * UNIT;
+    let row = weightRow(c, tile_n);
+    if (row >= N) {
+      for (var e = 0u; e < UNIT; e++) { putW(k0 + e, c, 0.0); }
+    } else if (QFMT <= 1u) {
+      let sc = scaleValue(row, step);
+      for (var e = 0u; e < 8u; e++) { putW(k0 + e, c, (f32((wr[0] >> (4u * e)) & 15u) - 7.0) * sc); }
+    } else if (IS_Q3) {
+      let sc = scaleValue(row, step);
+      for (var e = 0u; e < 10u; e++) { putW(k0 + e, c, (f32((wr[0] >> (3u * e)) & 7u) - 3.0) * sc); }
+    } else if (QFMT == 2u) {
+      for (var j = 0u; j < 4u; j++) {
+        let h = unpack2x16float(wr[j]);
+        putW(k0 + 2u * j, c, h.x);
+        putW(k0 + 2u * j + 1u, c, h.y);
+      }
+    } else {
+      for (var j = 0u; j < 8u; j++) { putW(k0 + j, c, bitcast<f32>(wr[j])); }
+    }
+  }
+}
+
+// acc[i][g] += x[ty * TM + i, k] * w[k, 64 g + 4 tx .. +3] over the HG values of the step in workgroup memory.
+fn computeStep(tx: u32, ty: u32) {
+  var a: array<vec4<f32>, 8>;
+  for (var kb = 0u; kb < HGV; kb++) {
+    for (var i = 0u; i < TM; i++) { a[i] = xs[(ty * TM + i) * HGV + kb]; }
+    for (var kk = 0u; kk < 4u; kk++) {
+      for (var g = 0u; g < TNV; g++) {
+        let b = ws[(kb * 4u + kk) * (TILE_N / 4u) + g * 16u + tx];
+        for (var i = 0u; i < TM; i++) {
+          acc[i * TNV + g] = fma(vec4<f32>(a[i][kk]), b, acc[i * TNV + g]);
+        }
+      }
+    }
+  }
+}
+
+fn silu(v: f32) -> f32 { return v / (1.0 + exp(-v)); }
+
+fn writeOut(t: u32, col: u32, v: f32) {
+  let idx = t * Y_STRIDE + ROW_OFFSET + col;
+  if (EPI == 1u) {
+    y[idx] = y[idx] + v;
+  } else {
+    y[idx] = v;
+  }
+}
+
+fn epilogue(tx: u32, ty: u32, t0: u32, T: u32, tile_n: u32) {
+  for (var i = 0u; i < TM; i++) {
+    let t = t0 + ty * TM + i;
+    if (t >= T) { break; }
+    for (var g = 0u; g < TNV; g++) {
+      var v = acc[i * TNV + g];
+      let c = g * 64u + tx * 4u;
+      if (EPI == 2u) {
+        let o = tile_n * (TILE_N / 2u) + 2u * (c / 4u);
+        for (var j = 0u; j < 2u; j++) {
+          if (o + j < IHALF) {
+            var gate = v[j];
+            var up = v[j + 2u];
+            if (HAS_BIAS) {
+              gate += bias[o + j];
+              up += bias[IHALF + o + j];
+            }
+            writeOut(t, o + j, silu(gate) * up);
+          }
+        }
+      } else {
+        for (var j = 0u; j < 4u; j++) {
+          let n = tile_n * TILE_N + c + j;
+          if (n < N) {
+            var r = v[j];
+            if (HAS_BIAS) { r += bias[ROW_OFFSET + n]; }
+            writeOut(t, n, r);
+          }
+        }
+      }
+    }
+  }
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) l: u32, @builtin(workgroup_id) wg: vec3<u32>) {
+  let T = row_meta[0];
+  let t0 = wg.y * TILE_T;
+  if (t0 >= T) { return; }
+  let tx = l % 16u;
+  let ty = l / 16u;
+  for (var i = 0u; i < TM * TNV; i++) { acc[i] = vec4<f32>(0.0); }
+
+  loadStep(0u, l, t0, T, wg.x);
+  storeStep(0u, l, wg.x);
+  workgroupBarrier();
+  for (var step = 0u; step < NSTEPS; step++) {
+    let more = step + 1u < NSTEPS;
+    if (more) { loadStep(step + 1u, l, t0, T, wg.x); }
+    computeStep(tx, ty);
+    workgroupBarrier();
+    if (more) { storeStep(step + 1u, l, wg.x); }
+    workgroupBarrier();
+  }
+  epilogue(tx, ty, t0, T, wg.x);
+}
