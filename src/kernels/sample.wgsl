@@ -60,6 +60,7 @@ var<workgroup> part_i: array<u32, WG / RG>;
 var<workgroup> wg_state: array<u32, 72>;  // params row (64 words), then rows row (8 words)
 var<workgroup> wg_sel: vec2<u32>;         // radix select: (digit, weight above)
 var<workgroup> wg_scalar: u32;
+var<workgroup> wg_pair: vec2<u32>;
 var<workgroup> n_above: atomic<u32>;
 var<workgroup> n_ties: atomic<u32>;
 var<workgroup> tie_min: atomic<u32>;
@@ -350,13 +351,11 @@ fn collect_top(n: u32, tn: u32, tid: u32) {
   }
   workgroupBarrier();
   if (tid == 0u) {
-    wg_scalar = atomicLoad(&n_above);
+    wg_pair = vec2<u32>(atomicLoad(&n_above), atomicLoad(&n_ties));
   }
-  let c = min(workgroupUniformLoad(&wg_scalar), n);
-  if (tid == 0u) {
-    wg_scalar = atomicLoad(&n_ties);
-  }
-  let nt = workgroupUniformLoad(&wg_scalar);
+  let found = workgroupUniformLoad(&wg_pair);
+  let c = min(found.x, n);
+  let nt = found.y;
   let r = n - c;  // ties to take, lowest ids first
   if (nt <= TIE_CAP) {
     if (tid == 0u) {

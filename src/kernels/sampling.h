@@ -4,8 +4,6 @@
 // keys, same fixed-point top-p mass). docs/sampling.md describes the buffers and the semantics.
 #pragma once
 
-#include "base/error.h"
-
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -13,15 +11,17 @@
 #include <utility>
 #include <vector>
 
+#include "base/error.h"
+
 namespace ewgpu {
 
 // Buffer geometry of the sample kernel (words per row / entry).
-inline constexpr uint32_t kSampleParamWords = 64;  // params: [B, 64]
-inline constexpr uint32_t kSampleRowWords = 8;     // rows: [B, 8]
-inline constexpr uint32_t kSampleOutWords = 44;    // out: [B, KMAX, 44]
-inline constexpr uint32_t kSampleMaxTop = 20;      // top logprobs per step
-inline constexpr uint32_t kSampleMaxStop = 8;      // stop token ids per request
-inline constexpr uint32_t kSampleMaxBias = 16;     // logit_bias pairs per request
+inline constexpr uint32_t kSampleParamWords = 64;         // params: [B, 64]
+inline constexpr uint32_t kSampleRowWords = 8;            // rows: [B, 8]
+inline constexpr uint32_t kSampleOutWords = 44;           // out: [B, KMAX, 44]
+inline constexpr uint32_t kSampleMaxTop = 20;             // top logprobs per step
+inline constexpr uint32_t kSampleMaxStop = 8;             // stop token ids per request
+inline constexpr uint32_t kSampleMaxBias = 16;            // logit_bias pairs per request
 inline constexpr uint32_t kSampleInactive = 0xFFFFFFFFu;  // out token of a step where the row was inactive
 inline constexpr uint32_t kCountPromptBit = 0x80000000u;  // counts: token occurs in the prompt
 
@@ -40,18 +40,18 @@ enum SampleRowField : uint32_t {
 enum class SampleFinish : uint32_t { kNone = 0, kStop = 1, kLength = 2 };
 
 struct SamplingParams {
-  float temperature = 1;    // 0 = greedy; [0, 100]
-  float top_p = 1;          // (0, 1]; 1 = off
-  uint32_t top_k = 0;       // 0 or >= vocab = off
+  float temperature = 1;         // 0 = greedy; [0, 100]
+  float top_p = 1;               // (0, 1]; 1 = off
+  uint32_t top_k = 0;            // 0 or >= vocab = off
   float repetition_penalty = 1;  // > 0 (HF semantics); 1 = off
   float presence_penalty = 0;    // [-2, 2] (OpenAI, generated tokens only)
   float frequency_penalty = 0;   // [-2, 2] (OpenAI, generated tokens only)
   uint64_t seed = 0;
   uint32_t max_tokens = std::numeric_limits<uint32_t>::max();  // >= 1; tokens to sample before finish=length
   std::vector<int32_t> stop_token_ids;                         // <= 8, each in [0, vocab)
-  uint32_t n_logprobs = 0;  // top logprobs per step, <= 20 (needs logprobs)
-  bool logprobs = false;    // write the sampled token's logprob
-  std::vector<std::pair<int32_t, float>> logit_bias;  // <= 16 (id in [0, vocab), value in [-100, 100])
+  uint32_t n_logprobs = 0;                                     // top logprobs per step, <= 20 (needs logprobs)
+  bool logprobs = false;                                       // write the sampled token's logprob
+  std::vector<std::pair<int32_t, float>> logit_bias;           // <= 16 (id in [0, vocab), value in [-100, 100])
 
   // BAD_REQUEST (detail: field, value, allowed range) when a value is out of range for this vocabulary.
   Status validate(int vocab) const;
@@ -69,8 +69,8 @@ struct TopLogprob {
 struct SampleOut {
   bool active = false;  // false: the row was already finished at this step (token = kSampleInactive)
   int32_t token = -1;
-  float logprob = 0;    // log_softmax of the processed logits (0 unless requested)
-  std::vector<TopLogprob> top;  // descending logprob, ties by ascending id
+  float logprob = 0;                          // log_softmax of the processed logits (0 unless requested)
+  std::vector<TopLogprob> top;                // descending logprob, ties by ascending id
   SampleFinish finish = SampleFinish::kNone;  // after this step
 };
 
@@ -81,7 +81,7 @@ struct SampleReference {
   int32_t token = -1;
   float logprob = 0;
   std::vector<TopLogprob> top;
-  uint32_t survivors = 0;      // tokens kept by top-k/top-p (1 for greedy)
+  uint32_t survivors = 0;        // tokens kept by top-k/top-p (1 for greedy)
   std::vector<float> processed;  // logits after penalties and bias (sanitised: NaN -> -FLT_MAX, clamped)
   // How close the decision was (the GPU's f32 exp/log may legitimately decide otherwise only when these are
   // tiny, see docs/sampling.md): the Gumbel score gap between the winner and the runner-up, and the distance
