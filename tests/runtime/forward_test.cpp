@@ -74,12 +74,7 @@ TEST_P(ForwardVsReference, PrefillAndDecodeLogitsMatch) {
   // Drive the state machine by hand so the logits can be read after the prefill and after each decode step.
   std::vector<float> want = ref->forward(req.prompt);
   std::span<const float> last(want.data() + (size_t)(req.prompt.size() - 1) * V, V);
-  while (gen.step()) {
-    gpu::Readback* dummy = nullptr;
-    (void)dummy;
-    if (gen.stats().readbacks > 0) break;
-    gpuContext().processEvents();
-  }
+  while (gen.step() && gen.stats().readbacks == 0) gpuContext().processEvents();
   double e = normErr(readFloats(eng.fwd->prefillLogits(), V), last);
   EXPECT_LT(e, kLogitTol) << "prefill logits";
   ASSERT_TRUE(gen.runToCompletion().ok());
@@ -89,9 +84,6 @@ TEST_P(ForwardVsReference, PrefillAndDecodeLogitsMatch) {
   for (size_t i = 0; i + 1 < got_tokens.size(); ++i) dec = ref->forward(std::span<const int32_t>(&got_tokens[i], 1));
   double ed = normErr(readFloats(eng.fwd->logits(), V), dec);
   EXPECT_LT(ed, kLogitTol) << "decode logits after 5 steps";
-  // And the greedy choice agrees with the reference at every step.
-  auto greedy = greedyGenerate(*ref, req.prompt, 6);
-  (void)greedy;
 }
 
 TEST_P(ForwardVsReference, GreedyTokensIdenticalForEveryK) {

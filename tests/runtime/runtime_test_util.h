@@ -28,8 +28,10 @@ inline gpu::Context& gpuContext() {
   return *c;
 }
 
-inline std::string tokenizerPath(const char* family = "llama2") {
-  return std::string(EWGPU_SOURCE_DIR) + "/node_modules/@lenml/tokenizer-" + family + "/models/tokenizer.json";
+// A real byte-level BPE tokenizer.json with 256 tokens (written by tools/qwen35_transformers_reference.py for the
+// fixtures): tiny models get a 256-row vocabulary, which keeps SwiftShader runs short.
+inline std::string tokenizerPath() {
+  return std::string(EWGPU_SOURCE_DIR) + "/tests/fixtures/qwen3_5_tiny/q0f32/tokenizer.json";
 }
 
 // Writes (once per process) a tiny folder for arch × quant and returns its path.

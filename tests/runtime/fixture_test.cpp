@@ -1,0 +1,111 @@
+// The GPU engine against HF transformers 5.17: logits recorded by tools/*_transformers_reference.py on the GPU
+// machine for tiny random models of every architecture (tests/fixtures/<arch>_tiny/<quant>/reference.json):
+// a 131-token prefill must give transformers' logits at position 130, and teacher-forced decode steps
+// (the next prompt token written into the row state) transformers' cached-decode logits at 131..149.
+#include "kernels/sampling.h"
+#include "runtime_test_util.h"
+
+#include "gpu/readback.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+namespace ewgpu {
+namespace {
+
+using testing::gpuContext;
+
+std::vector<float> readFloats(const gpu::Buffer& b, size_t n) {
+  auto rb = gpu::Readback::create(gpuContext(), n * 4);
+  gpu::Recorder rec(gpuContext());
+  rb->record(rec, b, 0, n * 4);
+  EXPECT_TRUE(rec.submit().ok());
+  rb->requestMap(gpuContext());
+  EXPECT_TRUE(rb->wait(gpuContext()).ok());
+  std::vector<float> v(n);
+  std::memcpy(v.data(), rb->data().data(), n * 4);
+  rb->unmap();
+  return v;
+}
+
+double maxAbsDiff(const std::vector<float>& a, const nlohmann::json& b) {
+  double w = 0;
+  for (size_t i = 0; i < a.size(); ++i) w = std::max(w, std::isnan(a[i]) ? 1e9 : std::abs(a[i] - b[i].get<double>()));
+  return w;
+}
+
+class TransformersFixture : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TransformersFixture, GpuLogitsMatchTransformers) {
+  std::string dir = std::string(EWGPU_SOURCE_DIR) + "/tests/fixtures/" + GetParam();
+  std::ifstream in(dir + "/reference.json");
+  if (!in) GTEST_SKIP() << "fixture absent: " << dir;
+  nlohmann::json ref = nlohmann::json::parse(in);
+  auto eng = testing::loadEngine(dir, {.max_batch = 1, .slots = 1, .context = 160, .prefill_chunk = 64, .max_steps = 1});
+  ASSERT_TRUE(eng.fwd);
+  gpu::Context& ctx = gpuContext();
+  const Forward& f = *eng.fwd;
+  const uint32_t V = eng.model->config.vocab, n0 = ref["n_prefill"].get<uint32_t>() + 1;
+  std::vector<int32_t> prompt = ref["prompt_ids"].get<std::vector<int32_t>>();
+  const double tol = 1e-4 * ref["max_abs_logit"].get<double>();  // f32 GPU vs f32 transformers
+
+  SamplingParams sp;
+  sp.temperature = 0;
+  uint32_t params[Forward::kParamWords];
+  encodeParams(sp, params);
+  ctx.write(f.params(), 0, params, sizeof params);
+  ctx.write(f.prefillParams(), 0, params, sizeof params);
+  std::vector<uint32_t> zero(V, 0);
+  ctx.write(f.counts(), 0, zero.data(), V * 4);
+  // Prefill the first n0 tokens in chunks of 64.
+  for (uint32_t done = 0; done < n0;) {
+    uint32_t T = std::min<uint32_t>(64, n0 - done);
+    bool last = done + T == n0;
+    uint32_t prow[8] = {0, done, 1, 0, 0, 0, 0, 0}, meta[4] = {T, 0, 0, 0};
+    ctx.write(f.prefillRows(), 0, prow, sizeof prow);
+    ctx.write(f.prefillMeta(), 0, meta, sizeof meta);
+    ctx.write(f.prefillIds(), 0, prompt.data() + done, T * 4);
+    if (last) {
+      uint32_t row[8] = {0, n0, 0, 0, 0, 0, 0, 0};
+      ctx.write(f.rows(), 0, row, sizeof row);
+    }
+    gpu::Recorder rec(ctx);
+    f.recordPrefillChunk(rec, T, last, 0);
+    ASSERT_TRUE(rec.submit().ok());
+    done += T;
+  }
+  double worst = maxAbsDiff(readFloats(f.prefillLogits(), V), ref["decode_logits"][0]);
+  EXPECT_LT(worst, tol) << "prefill logits at position " << n0 - 1;
+  // Teacher-forced decode: the next prompt token replaces the sampled one in the row state.
+  for (uint32_t i = 1; i < ref["decode_logits"].size(); ++i) {
+    uint32_t tok = (uint32_t)prompt[n0 - 1 + i], z = 0, one = 1;
+    ctx.write(f.rows(), 4 * 4, &tok, 4);
+    ctx.write(f.rows(), 5 * 4, &z, 4);
+    ctx.write(f.rows(), 2 * 4, &one, 4);
+    gpu::Recorder rec(ctx);
+    f.recordDecodeStep(rec);
+    ASSERT_TRUE(rec.submit().ok());
+    double e = maxAbsDiff(readFloats(f.logits(), V), ref["decode_logits"][i]);
+    worst = std::max(worst, e);
+    EXPECT_LT(e, tol) << "decode step " << i;
+  }
+  std::printf("[ fixture ] %s: max |Δlogit| %.3g (max |logit| %.3g, tolerance %.3g)\n", GetParam().c_str(), worst,
+              ref["max_abs_logit"].get<double>(), tol);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryArchitecture, TransformersFixture,
+                         ::testing::Values("qwen3_5_tiny/q0f32", "qwen3_5_tiny/q4f16_1", "llama_tiny/q0f32",
+                                           "llama_tiny/q4f16_1", "mistral_tiny/q0f32", "mistral_tiny/q4f16_1",
+                                           "qwen2_tiny/q0f32", "qwen2_tiny/q4f16_1", "qwen3_tiny/q0f32",
+                                           "qwen3_tiny/q4f16_1"),
+                         [](const auto& i) {
+                           std::string n = i.param;
+                           for (auto& ch : n) if (ch == '/') ch = '_';
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace ewgpu
