@@ -49,10 +49,18 @@ uint64_t weightBytes(WeightFormat f, uint32_t rows, uint32_t K) {
   uint64_t words_per_row = 0;
   switch (f) {
     case WeightFormat::kQ4F16:
-    case WeightFormat::kQ4F32: words_per_row = K / 8; break;
-    case WeightFormat::kQ0F16: words_per_row = K / 2; break;
-    case WeightFormat::kQ0F32: words_per_row = K; break;
-    case WeightFormat::kQ3F16: words_per_row = 4ull * ceilDiv(K, 40); break;
+    case WeightFormat::kQ4F32:
+      words_per_row = K / 8;
+      break;
+    case WeightFormat::kQ0F16:
+      words_per_row = K / 2;
+      break;
+    case WeightFormat::kQ0F32:
+      words_per_row = K;
+      break;
+    case WeightFormat::kQ3F16:
+      words_per_row = 4ull * ceilDiv(K, 40);
+      break;
   }
   return words_per_row * rows * 4;
 }
@@ -62,9 +70,8 @@ uint64_t scaleBytes(WeightFormat f, uint32_t rows, uint32_t K) {
   return f == WeightFormat::kQ4F32 ? scales * 4 : (scales * 2 + 3) / 4 * 4;
 }
 
-Result<GemmOp> GemmOp::create(gpu::Context& ctx, const LinearWeights& wt, const gpu::Buffer& x,
-                              const gpu::Buffer& y, const gpu::Buffer& meta, Epilogue epi, uint32_t max_tokens,
-                              GemmTiling tiling) {
+Result<GemmOp> GemmOp::create(gpu::Context& ctx, const LinearWeights& wt, const gpu::Buffer& x, const gpu::Buffer& y,
+                              const gpu::Buffer& meta, Epilogue epi, uint32_t max_tokens, GemmTiling tiling) {
   EWGPU_TRY(checkShapes(wt, epi, tiling));
   bool swiglu = epi == Epilogue::kSwiGlu;
   uint32_t y_cols = swiglu ? wt.N / 2 : wt.N;
@@ -139,9 +146,9 @@ Result<RmsNormOp> RmsNormOp::create(gpu::Context& ctx, const gpu::Buffer& x, con
   uint64_t row_bytes = (uint64_t)H * 4;
   if (x.size() < max_tokens * row_bytes || out.size() < max_tokens * row_bytes || weight.size() < row_bytes ||
       meta.size() < 4)
-    return makeError(ErrorCode::kBadRequest, "rmsnorm: buffer too small",
-                     {{"x", x.size()}, {"out", out.size()}, {"weight", weight.size()}, {"H", H},
-                      {"max_tokens", max_tokens}});
+    return makeError(
+        ErrorCode::kBadRequest, "rmsnorm: buffer too small",
+        {{"x", x.size()}, {"out", out.size()}, {"weight", weight.size()}, {"H", H}, {"max_tokens", max_tokens}});
   if (&x == &out || &weight == &out || &meta == &out)
     return makeError(ErrorCode::kBadRequest, "rmsnorm: out must not alias x, weight or meta");
   if (max_tokens > ctx.limits().maxComputeWorkgroupsPerDimension)

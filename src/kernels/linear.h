@@ -5,12 +5,12 @@
 // dynamic: the GPU reads it from meta[0], record(tokens) only sizes the grid (tokens >= meta[0] is fine).
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "base/error.h"
 #include "gpu/context.h"
 #include "gpu/recorder.h"
-
-#include <cstdint>
-#include <vector>
 
 namespace ewgpu::kernels {
 

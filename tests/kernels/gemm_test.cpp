@@ -3,12 +3,6 @@
 // KERNELS.md (q3 padding codes are random too: the kernel must ignore them); outputs are poisoned with NaN, and
 // rows past T must stay poisoned. Tolerance: |gpu - ref| <= 1e-4 * (sum_k |x_k w_k| + |bias| + |residual|) (f32).
 // GemmBench.* prints GFLOP/s when EWGPU_GEMM_BENCH is set (1: the SwiftShader shape; "full": H200 shapes).
-#include "gpu/readback.h"
-#include "kernels/linear.h"
-#include "../gpu/gpu_test_util.h"
-
-#include "base/half.h"
-
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -19,6 +13,11 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include "../gpu/gpu_test_util.h"
+#include "base/half.h"
+#include "gpu/readback.h"
+#include "kernels/linear.h"
 
 namespace ewgpu::kernels {
 namespace {
@@ -34,10 +33,10 @@ bool isQ4(WeightFormat f) { return f == WeightFormat::kQ4F16 || f == WeightForma
 struct HostWeight {
   WeightFormat fmt;
   uint32_t N = 0, K = 0, groups = 0, group = 0, kpad = 0;
-  std::vector<uint32_t> codes;   // [N, kpad] (q4/q3)
-  std::vector<float> scales;     // [N, groups] (already rounded to f16 where stored as f16)
-  std::vector<float> values;     // [N, K] (q0; rounded to f16 for q0f16)
-  std::vector<double> deq;       // [N, K]
+  std::vector<uint32_t> codes;  // [N, kpad] (q4/q3)
+  std::vector<float> scales;    // [N, groups] (already rounded to f16 where stored as f16)
+  std::vector<float> values;    // [N, K] (q0; rounded to f16 for q0f16)
+  std::vector<double> deq;      // [N, K]
 };
 
 HostWeight randomWeight(WeightFormat fmt, uint32_t N, uint32_t K, std::mt19937& rng) {
@@ -237,8 +236,8 @@ void runCase(const Case& c) {
   EXPECT_EQ(bad, 0);
 }
 
-const WeightFormat kFormats[] = {WeightFormat::kQ4F16, WeightFormat::kQ4F32, WeightFormat::kQ0F16,
-                                 WeightFormat::kQ0F32, WeightFormat::kQ3F16};
+const WeightFormat kFormats[] = {WeightFormat::kQ4F16, WeightFormat::kQ4F32, WeightFormat::kQ0F16, WeightFormat::kQ0F32,
+                                 WeightFormat::kQ3F16};
 
 // Every format x epilogue x bias, with T cycling through 1, 7, 65, N off the tile size, two chunks for the
 // plain epilogues, and K multiples of 32 (q4, q0) or 80 / 120 / 96 (q3; 96 pads its last group of 40).
@@ -289,7 +288,7 @@ TEST(Gemm, RejectsBadShapes) {
   lw.chunk_rows = {15};  // does not sum to N
   EXPECT_FALSE(GemmOp::create(ctx, lw, x, y, m, Epilogue::kStore, 4).ok());
   lw.chunk_rows = {16};
-  EXPECT_FALSE(GemmOp::create(ctx, lw, x, x, m, Epilogue::kStore, 4).ok());  // y aliases x
+  EXPECT_FALSE(GemmOp::create(ctx, lw, x, x, m, Epilogue::kStore, 4).ok());     // y aliases x
   EXPECT_FALSE(GemmOp::create(ctx, lw, x, y, m, Epilogue::kStore, 1000).ok());  // x too small
   EXPECT_TRUE(GemmOp::create(ctx, lw, x, y, m, Epilogue::kStore, 4).ok());
 }
