@@ -41,6 +41,7 @@ override Y_STRIDE: u32;           // floats per row of y
 override X_STRIDE: u32 = K;       // floats per row of x (multiple of 4)
 override TILE_T: u32 = 64u;       // tokens per tile: 64 or 128
 override TILE_N: u32 = 64u;       // weight rows per tile: 64 or 128
+override STAGES: u32 = 2u;        // workgroup-memory buffers: 2 = one barrier per step, 1 = half the memory
 
 // Derived (never set from the host).
 override TM: u32 = TILE_T / 16u;                      // micro-tile rows per thread
@@ -59,8 +60,10 @@ override WS_LEN: u32 = HG * TILE_N / 4u;              // vec4 in ws
 override XV: u32 = (XS_LEN + 255u) / 256u;            // x-tile vec4 per thread
 override IHALF: u32 = N / 2u;                         // SwiGLU: I
 
-var<workgroup> xs: array<vec4<f32>, XS_LEN>;  // [TILE_T][HG / 4]
-var<workgroup> ws: array<vec4<f32>, WS_LEN>;  // [HG][TILE_N / 4]
+override XS_ALL: u32 = XS_LEN * STAGES;
+override WS_ALL: u32 = WS_LEN * STAGES;
+var<workgroup> xs: array<vec4<f32>, XS_ALL>;  // [STAGES][TILE_T][HG / 4]
+var<workgroup> ws: array<vec4<f32>, WS_ALL>;  // [STAGES][HG][TILE_N / 4]
 
 // Registers of the prefetch pipeline and the accumulators.
 var<private> xr: array<vec4<f32>, 3>;   // x-tile vec4s this thread moves (XV <= 3)
@@ -126,35 +129,35 @@ fn scaleValue(row: u32, step: u32) -> f32 {
 }
 
 // ws element (k, c) as a scalar: vec4 index k * TILE_N / 4 + c / 4, lane c % 4.
-fn putW(k: u32, c: u32, v: f32) {
-  ws[k * (TILE_N / 4u) + c / 4u][c & 3u] = v;
+fn putW(buf: u32, k: u32, c: u32, v: f32) {
+  ws[buf * WS_LEN + k * (TILE_N / 4u) + c / 4u][c & 3u] = v;
 }
 
-fn storeStep(step: u32, l: u32, tile_n: u32) {
+fn storeStep(step: u32, buf: u32, l: u32, tile_n: u32) {
   for (var p = 0u; p < XV; p++) {
     let v = l + p * 256u;
-    if (v < XS_LEN) { xs[v] = xr[p]; }
+    if (v < XS_LEN) { xs[buf * XS_LEN + v] = xr[p]; }
   }
   if (l < 2u * TILE_N) {
     let c = l % TILE_N;
     let k0 = (l / TILE_N) * UNIT;
     let row = weightRow(c, tile_n);
     if (row >= N) {
-      for (var e = 0u; e < UNIT; e++) { putW(k0 + e, c, 0.0); }
+      for (var e = 0u; e < UNIT; e++) { putW(buf, k0 + e, c, 0.0); }
     } else if (QFMT <= 1u) {
       let sc = scaleValue(row, step);
-      for (var e = 0u; e < 8u; e++) { putW(k0 + e, c, (f32((wr[0] >> (4u * e)) & 15u) - 7.0) * sc); }
+      for (var e = 0u; e < 8u; e++) { putW(buf, k0 + e, c, (f32((wr[0] >> (4u * e)) & 15u) - 7.0) * sc); }
     } else if (IS_Q3) {
       let sc = scaleValue(row, step);
-      for (var e = 0u; e < 10u; e++) { putW(k0 + e, c, (f32((wr[0] >> (3u * e)) & 7u) - 3.0) * sc); }
+      for (var e = 0u; e < 10u; e++) { putW(buf, k0 + e, c, (f32((wr[0] >> (3u * e)) & 7u) - 3.0) * sc); }
     } else if (QFMT == 2u) {
       for (var j = 0u; j < 4u; j++) {
         let h = unpack2x16float(wr[j]);
-        putW(k0 + 2u * j, c, h.x);
-        putW(k0 + 2u * j + 1u, c, h.y);
+        putW(buf, k0 + 2u * j, c, h.x);
+        putW(buf, k0 + 2u * j + 1u, c, h.y);
       }
     } else {
-      for (var j = 0u; j < 8u; j++) { putW(k0 + j, c, bitcast<f32>(wr[j])); }
+      for (var j = 0u; j < 8u; j++) { putW(buf, k0 + j, c, bitcast<f32>(wr[j])); }
     }
   }
 }
@@ -165,10 +168,10 @@ fn fma4(a: vec4<f32>, b0: vec4<f32>, b1: vec4<f32>, b2: vec4<f32>, b3: vec4<f32>
   return fma(vec4<f32>(a.w), b3, fma(vec4<f32>(a.z), b2, fma(vec4<f32>(a.y), b1, fma(vec4<f32>(a.x), b0, c))));
 }
 
-fn computeStep(tx: u32, ty: u32) {
+fn computeStep(tx: u32, ty: u32, buf: u32) {
   let wrow = TILE_N / 4u;  // vec4 per k row of ws
   for (var kb = 0u; kb < HGV; kb++) {
-    let r = kb * 4u * wrow + tx;
+    let r = buf * WS_LEN + kb * 4u * wrow + tx;
     let b00 = ws[r];
     let b10 = ws[r + wrow];
     let b20 = ws[r + 2u * wrow];
@@ -183,7 +186,7 @@ fn computeStep(tx: u32, ty: u32) {
       b21 = ws[r + 2u * wrow + 16u];
       b31 = ws[r + 3u * wrow + 16u];
     }
-    let xa = ty * TM * HGV + kb;
+    let xa = buf * XS_LEN + ty * TM * HGV + kb;
     {
       let a0 = xs[xa];
       let a1 = xs[xa + HGV];
@@ -294,14 +297,16 @@ fn main(@builtin(local_invocation_index) l: u32, @builtin(workgroup_id) wg: vec3
   let ty = l / 16u;
 
   loadStep(0u, l, t0, T, wg.x);
-  storeStep(0u, l, wg.x);
+  storeStep(0u, 0u, l, wg.x);
   workgroupBarrier();
+  // Two stages: step s computes from buffer s % 2 while s + 1 is stored into the other; the barrier that ends
+  // step s - 1 already guarantees nobody still reads that one. One stage: a second barrier instead.
   for (var step = 0u; step < NSTEPS; step++) {
     let more = step + 1u < NSTEPS;
     if (more) { loadStep(step + 1u, l, t0, T, wg.x); }
-    computeStep(tx, ty);
-    workgroupBarrier();
-    if (more) { storeStep(step + 1u, l, wg.x); }
+    computeStep(tx, ty, select(0u, step & 1u, STAGES == 2u));
+    if (STAGES == 1u) { workgroupBarrier(); }
+    if (more) { storeStep(step + 1u, select(0u, (step + 1u) & 1u, STAGES == 2u), l, wg.x); }
     workgroupBarrier();
   }
   epilogue(tx, ty, t0, T, wg.x);

@@ -40,6 +40,7 @@ Status checkShapes(const LinearWeights& wt, Epilogue epi, GemmTiling tiling) {
   auto okTile = [](uint32_t t) { return t == 64 || t == 128; };
   if (!okTile(tiling.tile_t) || !okTile(tiling.tile_n))
     return badRequest("tiles must be 64 or 128", {{"tile_t", tiling.tile_t}, {"tile_n", tiling.tile_n}});
+  if (tiling.stages > 2) return badRequest("stages must be 0, 1 or 2", {{"stages", tiling.stages}});
   return {};
 }
 
@@ -83,10 +84,11 @@ Result<GemmOp> GemmOp::create(gpu::Context& ctx, const LinearWeights& wt, const 
 
   const WGPULimits& lim = ctx.limits();
   uint32_t hg = isQ3(wt.format) ? 20 : 16;
-  uint64_t shared = (uint64_t)(tiling.tile_t + tiling.tile_n) * hg * 4;
-  if (shared > lim.maxComputeWorkgroupStorageSize)
+  uint64_t stage_bytes = (uint64_t)(tiling.tile_t + tiling.tile_n) * hg * 4;
+  uint32_t stages = tiling.stages ? tiling.stages : stage_bytes * 2 <= lim.maxComputeWorkgroupStorageSize ? 2 : 1;
+  if (stages * stage_bytes > lim.maxComputeWorkgroupStorageSize)
     return badRequest("tile needs more workgroup memory than the device has",
-                      {{"bytes", shared}, {"limit", lim.maxComputeWorkgroupStorageSize}});
+                      {{"bytes", stages * stage_bytes}, {"limit", lim.maxComputeWorkgroupStorageSize}});
   uint32_t cols_per_tile = swiglu ? tiling.tile_n / 2 : tiling.tile_n;
   if (ceilDiv(std::max(max_tokens, 1u), tiling.tile_t) > lim.maxComputeWorkgroupsPerDimension)
     return badRequest("max_tokens too large for one dispatch", {{"max_tokens", max_tokens}});
@@ -118,7 +120,8 @@ Result<GemmOp> GemmOp::create(gpu::Context& ctx, const LinearWeights& wt, const 
                      {"Y_STRIDE", y_cols},
                      {"X_STRIDE", wt.K},
                      {"TILE_T", tiling.tile_t},
-                     {"TILE_N", tiling.tile_n}};
+                     {"TILE_N", tiling.tile_n},
+                     {"STAGES", stages}};
     auto kernel = ctx.kernel("gemm", k);
     if (!kernel) return std::move(kernel).error();
     part.kernel = *kernel;
