@@ -9,7 +9,8 @@
 //   - w tile  ws [HG][TILE_N]  k-major, dequantized once per tile by up to 2*TILE_N threads, one "unit" each
 //     (one word of q4/q3 = 8/10 codes, 4 words of f16, 8 words of f32; all give 8 or 10 values of one row);
 //   - the next step's global loads are issued into registers before the current step's FMAs (register
-//     prefetch), dequantized and stored after them; two barriers per step.
+//     prefetch), dequantized and stored after them; STAGES = 2 double-buffers xs/ws (one barrier per step),
+//     STAGES = 1 uses one buffer and two barriers per step.
 // Shared-memory patterns: x vec4 reads are broadcasts (two distinct rows per 32 threads), w vec4 reads hit 16
 // consecutive vec4 per row of threads, x stores are consecutive vec4, w stores are consecutive scalars along a
 // row of ws (the unit's column is the fastest thread index): no bank conflicts.
