@@ -2,6 +2,7 @@
 #include "gpu/context.h"
 
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 
@@ -69,6 +70,41 @@ std::vector<WGPUBufferBindingType> parseBindings(std::string_view wgsl) {
 }
 
 }  // namespace
+
+std::string preprocessWgsl(std::string_view src, const std::vector<std::string>& defines) {
+  std::string out;
+  std::vector<bool> stack;  // whether each open //#if branch is active
+  auto active = [&] {
+    for (bool b : stack)
+      if (!b) return false;
+    return true;
+  };
+  size_t pos = 0;
+  while (pos <= src.size()) {
+    size_t nl = src.find('\n', pos);
+    std::string_view line = src.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    std::string_view t = line.substr(std::min(line.find_first_not_of(" \t"), line.size()));
+    if (t.rfind("//#if ", 0) == 0) {
+      std::string name(t.substr(6));
+      while (!name.empty() && (name.back() == ' ' || name.back() == '\r')) name.pop_back();
+      stack.push_back(std::find(defines.begin(), defines.end(), name) != defines.end());
+    } else if (t.rfind("//#else", 0) == 0 && !stack.empty()) {
+      stack.back() = !stack.back();
+    } else if (t.rfind("//#endif", 0) == 0 && !stack.empty()) {
+      stack.pop_back();
+    } else if (t.rfind("//#enable ", 0) == 0) {
+      std::string ext(t.substr(10));
+      if (std::find(defines.begin(), defines.end(), "SUBGROUPS") != defines.end() && ext.rfind("subgroups", 0) == 0)
+        out += "enable subgroups;";
+    } else if (active()) {
+      out += line;
+    }
+    out += '\n';  // keep line numbers stable for compiler messages
+    if (nl == std::string_view::npos) break;
+    pos = nl + 1;
+  }
+  return out;
+}
 
 Buffer& Buffer::operator=(Buffer&& o) noexcept {
   if (this != &o) {
@@ -408,7 +444,9 @@ Result<const Kernel*> Context::kernel(std::string_view name, const Constants& co
   std::string_view src = embeddedWgsl(name);
   if (src.empty())
     return makeError(ErrorCode::kInternal, "no embedded kernel '" + std::string(name) + "'", {{"kernel", name}});
-  auto k = compile(name, src, constants);
+  std::vector<std::string> defines;
+  if (info_.subgroups) defines.push_back("SUBGROUPS");
+  auto k = compile(name, preprocessWgsl(src, defines), constants);
   if (!k) return std::move(k).error();
   const Kernel* p = k->get();
   kernels_[key] = std::move(*k);

@@ -171,6 +171,11 @@ class Context {
   std::map<std::string, std::unique_ptr<Kernel>> kernels_;  // key: name + constants
 };
 
+// A tiny preprocessor for kernels: lines `//#if NAME`, `//#else`, `//#endif` keep or drop code depending on
+// `defines`; `//#enable subgroups` becomes `enable subgroups;` when SUBGROUPS is defined. Context::kernel
+// defines SUBGROUPS when the device has the subgroups feature. Dropped lines stay as empty lines.
+std::string preprocessWgsl(std::string_view src, const std::vector<std::string>& defines);
+
 // The embedded WGSL source of src/kernels/<stem>.wgsl ("" when there is none).
 std::string_view embeddedWgsl(std::string_view stem);
 

@@ -40,10 +40,14 @@ Status Readback::status() const {
 
 Status Readback::wait(Context& ctx) {
   if (!state_ || !state_->requested) return makeError(ErrorCode::kInternal, "readback wait without requestMap");
-  while (!state_->done) {
+  // Slow adapters (SwiftShader running a long command buffer) may take seconds: wait in slices, give up
+  // after two minutes.
+  for (int slice = 0; !state_->done; ++slice) {
     if (ctx.lost()) return ctx.takeError();
     ctx.processEvents();
-    if (!state_->done) EWGPU_TRY(ctx.wait(state_->future, 1'000'000'000ull));
+    if (state_->done) break;
+    Status w = ctx.wait(state_->future, 1'000'000'000ull);
+    if (!w && slice >= 120) return w;
   }
   EWGPU_TRY(ctx.takeError());
   return status();

@@ -1,0 +1,113 @@
+// Gated DeltaNet recurrence, token by token (qwen3_5-architecture.md §6.5-6.7), followed by the gated RMSNorm.
+// Per value head j with key head kh = j*NK/NV (GVA) and per token:
+//   S <- exp(g) S;  m = S^T k;  delta = beta (v - m);  S <- S + k delta^T;  o = S^T q  (updated state)
+//   y = (norm_w ⊙ o * rsqrt(mean(o^2) + EPS)) * silu(z_j)
+// The state is f32 [slots, NV, KD, VD] (row = key dim, column = value dim). One workgroup owns a whole value head:
+// WG = VD * KSPLIT invocations; invocation (part, n) owns column n and key rows [part*KD/KSPLIT, (part+1)*KD/KSPLIT).
+// Modes:
+//   decode  (PREFILL=false): grid (NV, B); row b's token is prep/proj/out row b; slot and active from rows[b*8 + 0/2].
+//                            Inactive rows leave the state untouched (their outputs are garbage).
+//   prefill (PREFILL=true):  grid (NV, 1); meta = [T, slot]; the T tokens of one sequence in order (the simplest
+//                            exact prefill: a sequential reference for gdn_chunked).
+override NK: u32 = 2u;
+override NV: u32 = 4u;
+override KD: u32 = 16u;
+override VD: u32 = 16u;
+override KSPLIT: u32 = 1u;     // KD % KSPLIT == 0, VD * KSPLIT <= 256
+override WG: u32 = 16u;        // = VD * KSPLIT
+override EPS: f32 = 1e-6;      // rms_norm_eps
+override PREFILL: bool = false;
+
+@group(0) @binding(0) var<storage, read> prep: array<f32>;         // [rows, C + 2*NV]: q | k | v | beta | g
+@group(0) @binding(1) var<storage, read> proj: array<f32>;         // [rows, C + NV*VD + 2*NV]; z at C + j*VD
+@group(0) @binding(2) var<storage, read> norm_w: array<f32>;       // [VD] (used as w, not 1 + w)
+@group(0) @binding(3) var<storage, read> info: array<u32>;         // decode: rows [B, 8]; prefill: meta [T, slot]
+@group(0) @binding(4) var<storage, read_write> state: array<f32>;  // [slots, NV, KD, VD]
+@group(0) @binding(5) var<storage, read_write> out: array<f32>;    // [rows, NV*VD]
+
+var<workgroup> qs: array<f32, KD>;
+var<workgroup> ks: array<f32, KD>;
+var<workgroup> red: array<f32, WG>;
+var<workgroup> wg_u32: u32;
+
+fn channels() -> u32 { return 2u * NK * KD + NV * VD; }
+fn projWidth() -> u32 { return channels() + NV * VD + 2u * NV; }
+fn prepWidth() -> u32 { return channels() + 2u * NV; }
+
+// Sum of red[0..WG) returned to every invocation (uniform control flow required).
+fn reduceSum(lid: u32) -> f32 {
+  workgroupBarrier();
+  var width = WG;
+  while (width > 1u) {
+    let hw = (width + 1u) / 2u;
+    if (lid < width - hw) { red[lid] += red[lid + hw]; }
+    workgroupBarrier();
+    width = hw;
+  }
+  let total = red[0];
+  workgroupBarrier();
+  return total;
+}
+
+// Sum over the KSPLIT parts of column n of a per-invocation value (every invocation gets its column's total).
+fn sumParts(x: f32, lid: u32, n: u32) -> f32 {
+  if (KSPLIT == 1u) { return x; }
+  workgroupBarrier();
+  red[lid] = x;
+  workgroupBarrier();
+  var total = 0.0;
+  for (var p = 0u; p < KSPLIT; p++) { total += red[p * VD + n]; }
+  workgroupBarrier();
+  return total;
+}
+
+// One token: row t of prep/proj/out, state of (slot, head j). `write` = false leaves the state untouched.
+fn tokenStep(t: u32, j: u32, slot: u32, write: bool, lid: u32) {
+  let kh = j * NK / NV;
+  let pb = t * prepWidth();
+  for (var i = lid; i < KD; i += WG) {
+    qs[i] = prep[pb + kh * KD + i];
+    ks[i] = prep[pb + NK * KD + kh * KD + i];
+  }
+  workgroupBarrier();
+  let n = lid % VD;
+  let part = lid / VD;
+  let rows = KD / KSPLIT;
+  let i0 = part * rows;
+  let alpha = exp(prep[pb + channels() + NV + j]);
+  let beta = prep[pb + channels() + j];
+  let v = prep[pb + 2u * NK * KD + j * VD + n];
+  let sb = (slot * NV + j) * KD * VD + n;
+  var m = 0.0;
+  for (var i = i0; i < i0 + rows; i++) { m += state[sb + i * VD] * ks[i]; }
+  let delta = beta * (v - alpha * sumParts(m, lid, n));
+  var o = 0.0;
+  for (var i = i0; i < i0 + rows; i++) {
+    let s = alpha * state[sb + i * VD] + ks[i] * delta;
+    if (write) { state[sb + i * VD] = s; }
+    o += s * qs[i];
+  }
+  o = sumParts(o, lid, n);
+  red[lid] = select(0.0, o * o, part == 0u);
+  let r = inverseSqrt(reduceSum(lid) / f32(VD) + EPS);
+  if (part == 0u) {
+    let z = proj[t * projWidth() + channels() + j * VD + n];
+    out[t * NV * VD + j * VD + n] = norm_w[n] * (o * r) * (z / (1.0 + exp(-z)));
+  }
+  // reduceSum ended with a barrier: qs/ks may be overwritten by the next step.
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid3: vec3<u32>) {
+  let lid = lid3.x;
+  let j = wid.x;
+  if (PREFILL) {
+    if (lid == 0u) { wg_u32 = info[0]; }
+    let T = workgroupUniformLoad(&wg_u32);
+    let slot = info[1];
+    for (var t = 0u; t < T; t++) { tokenStep(t, j, slot, true, lid); }
+  } else {
+    let b = wid.y;
+    tokenStep(b, j, info[b * 8u], info[b * 8u + 2u] != 0u, lid);
+  }
+}

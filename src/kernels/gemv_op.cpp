@@ -1,0 +1,53 @@
+#include "kernels/gemv_op.h"
+
+namespace ewgpu::kernels {
+
+Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x, const gpu::Buffer& y,
+                              const GemvConfig& cfg) {
+  if (cfg.batch < 1 || cfg.batch > 8)
+    return makeError(ErrorCode::kInternal, "gemv batch must be 1..8", {{"batch", cfg.batch}});
+  if (cfg.epi == Epilogue::kSwiGlu && w.w_chunks.size() != 1)
+    return makeError(ErrorCode::kInternal, "SwiGLU gemv needs an unsplit weight", {{"chunks", w.w_chunks.size()}});
+  const DeviceInfo& d = ctx.info();
+  // Threads per row: a subgroup's worth where shuffles can reduce it, else 32 through workgroup memory.
+  uint32_t tpr = cfg.tpr;
+  if (!tpr) tpr = (d.subgroups && d.subgroup_min_size >= 16) ? std::min<uint32_t>(d.subgroup_min_size, 32) : 32;
+  bool sg = d.subgroups && tpr <= d.subgroup_min_size;
+  const uint32_t out_w = cfg.epi == Epilogue::kSwiGlu ? w.N / 2 : w.N;
+  const uint32_t y_stride = cfg.y_stride ? cfg.y_stride : out_w;
+  const uint32_t x_stride = cfg.x_stride ? cfg.x_stride : w.K;
+  std::vector<float> dummy_host(4, 0.f);
+  GemvOp op;
+  uint32_t row0 = 0;
+  for (size_t c = 0; c < w.w_chunks.size(); ++c) {
+    uint32_t n = w.chunk_rows[c];
+    gpu::Constants k{{"QFMT", (int)w.format}, {"N", n}, {"K", w.K}, {"BATCH", cfg.batch}, {"EPI", (int)cfg.epi},
+                     {"NORM", cfg.norm ? 1 : 0}, {"HAS_BIAS", w.bias ? 1 : 0}, {"EPS", cfg.eps},
+                     {"ROW_OFFSET", row0}, {"Y_STRIDE", y_stride}, {"X_STRIDE", x_stride}, {"TPR", tpr},
+                     {"SG_REDUCE", sg ? 1 : 0}};
+    auto kern = ctx.kernel("gemv", k);
+    if (!kern) return std::move(kern).error();
+    // Unused bindings get any read-only buffer that is not `y`.
+    const gpu::Buffer* s = w.s_chunks.empty() ? w.w_chunks[c] : w.s_chunks[c];
+    const gpu::Buffer* nb = cfg.norm ? cfg.norm : &x;
+    const gpu::Buffer* bb = w.bias ? w.bias : &x;
+    auto bg = ctx.bindGroup(**kern, {{w.w_chunks[c]}, {s}, {&x}, {&y}, {nb}, {bb}});
+    if (!bg) return std::move(bg).error();
+    Part p;
+    p.kernel = *kern;
+    p.bg = std::move(*bg);
+    uint32_t rows = cfg.epi == Epilogue::kSwiGlu ? n / 2 : n;
+    uint32_t groups = (rows + 256 / tpr - 1) / (256 / tpr);
+    p.gx = std::min<uint32_t>(groups, 65535);
+    p.gy = (groups + p.gx - 1) / p.gx;
+    op.parts_.push_back(std::move(p));
+    row0 += n;
+  }
+  return op;
+}
+
+void GemvOp::record(gpu::Recorder& rec) const {
+  for (const auto& p : parts_) rec.dispatch(*p.kernel, p.bg, p.gx, p.gy);
+}
+
+}  // namespace ewgpu::kernels

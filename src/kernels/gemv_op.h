@@ -1,0 +1,37 @@
+// Host side of the decode GEMV (src/kernels/gemv.wgsl): one op = one linear layer applied to B activation rows,
+// with the fused RMSNorm prologue and residual / SwiGLU epilogues. create() compiles and binds once per weight
+// chunk; record() only dispatches.
+#pragma once
+
+#include "gpu/context.h"
+#include "gpu/recorder.h"
+#include "kernels/linear.h"
+
+namespace ewgpu::kernels {
+
+struct GemvConfig {
+  Epilogue epi = Epilogue::kStore;
+  uint32_t batch = 1;               // activation rows, 1..8
+  const gpu::Buffer* norm = nullptr;  // RMSNorm weight f32 [K] for the prologue, or none
+  float eps = 1e-6f;
+  uint32_t x_stride = 0, y_stride = 0;  // floats per batch row (0: K and the output width)
+  uint32_t tpr = 0;                 // threads per row (0: device default)
+};
+
+class GemvOp {
+ public:
+  static Result<GemvOp> create(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x, const gpu::Buffer& y,
+                               const GemvConfig& cfg);
+  void record(gpu::Recorder& rec) const;
+  uint32_t dispatches() const { return (uint32_t)parts_.size(); }
+
+ private:
+  struct Part {
+    const gpu::Kernel* kernel = nullptr;
+    gpu::BindGroup bg;
+    uint32_t gx = 1, gy = 1;
+  };
+  std::vector<Part> parts_;
+};
+
+}  // namespace ewgpu::kernels

@@ -1,0 +1,73 @@
+// Attention-layer preparation after the fused q/k/v projection: per-head RMSNorm of q and k (Qwen3, Qwen3.5),
+// rotary embedding (NeoX rotate-half over the first R dims, from a cos/sin table the CPU computes in double
+// precision per position, so Llama-3 frequency scaling and partial rotary need nothing here and large angles
+// keep full f32 accuracy), q written to `q_out`, k and v written into the slot's KV cache at the
+// token's position. Qwen3.5's gated q rows are per-head interleaved [query D | gate D] (GATED).
+// Token i is (row b, offset t): decode b = i, t = 0; prefill (PREFILL) b = 0, t = i. pos = rows[b].pos + t.
+// Grid: (HQ + HKV, tokens); one thread per head dimension.
+override D: u32 = 64u;
+override HQ: u32 = 1u;
+override HKV: u32 = 1u;
+override R: u32 = 64u;          // rotary dims (even, ≤ D)
+override QK_NORM: bool = false;
+override GATED: bool = false;
+override PREFILL: bool = false;
+override CTX: u32 = 1u;         // positions per slot in the cache
+override EPS: f32 = 1e-6;
+
+@group(0) @binding(0) var<storage, read> qkv: array<f32>;        // [tokens, QKV_W]
+@group(0) @binding(1) var<storage, read> rows: array<u32>;       // [B, 8]: slot, pos, active, ...
+@group(0) @binding(2) var<storage, read> rope: array<f32>;       // [CTX, R]: cos(pos·f_i) i < R/2, then sin
+@group(0) @binding(3) var<storage, read> norms: array<f32>;      // [2, D]: q_norm, k_norm (unused without QK_NORM)
+@group(0) @binding(4) var<storage, read_write> q_out: array<f32>; // [tokens, HQ, D]
+@group(0) @binding(5) var<storage, read_write> kc: array<f32>;   // [slots, HKV, CTX, D]
+@group(0) @binding(6) var<storage, read_write> vc: array<f32>;   // [slots, HKV, CTX, D]
+
+var<workgroup> buf: array<f32, D>;
+var<workgroup> red: array<f32, D>;
+
+fn qkvWidth() -> u32 { return select(HQ * D, 2u * HQ * D, GATED) + 2u * HKV * D; }
+
+@compute @workgroup_size(D)
+fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+  let d = lidv.x;
+  let head = wid.x;
+  let i = wid.y;
+  let b = select(i, 0u, PREFILL);
+  let t = select(0u, i, PREFILL);
+  let slot = rows[b * 8u + 0u];
+  let pos = rows[b * 8u + 1u] + t;
+  let is_q = head < HQ;
+  let kvh = head - HQ;
+  let kbase = select(HQ * D, 2u * HQ * D, GATED);
+  var src: u32;
+  if (is_q) { src = i * qkvWidth() + select(head * D, head * 2u * D, GATED); }
+  else { src = i * qkvWidth() + kbase + kvh * D; }
+  var v = qkv[src + d];
+  if (QK_NORM) {
+    red[d] = v * v;
+    workgroupBarrier();
+    for (var st = D / 2u; st > 0u; st = st / 2u) {
+      if (d < st) { red[d] += red[d + st]; }
+      workgroupBarrier();
+    }
+    v = v * inverseSqrt(red[0] / f32(D) + EPS) * norms[select(D, 0u, is_q) + d];
+  }
+  buf[d] = v;
+  workgroupBarrier();
+  if (d < R && pos < CTX) {
+    let half = R / 2u;
+    let fi = d % half;
+    let c = rope[pos * R + fi];
+    let s = rope[pos * R + half + fi];
+    if (d < half) { v = buf[d] * c - buf[d + half] * s; }
+    else { v = buf[d] * c + buf[d - half] * s; }
+  }
+  if (is_q) {
+    q_out[(i * HQ + head) * D + d] = v;
+  } else if (pos < CTX) {
+    let at = ((slot * HKV + kvh) * CTX + pos) * D + d;
+    kc[at] = v;
+    vc[at] = qkv[i * qkvWidth() + kbase + HKV * D + kvh * D + d];
+  }
+}

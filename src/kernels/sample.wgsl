@@ -1,0 +1,640 @@
+// Token sampling on the GPU: one workgroup per batch row, one dispatch per decode step. Reads the row's logits,
+// applies repetition/presence/frequency penalties and logit_bias in place, then picks the next token: greedy
+// argmax (temperature 0) or an exact draw from the temperature -> top-k -> top-p distribution with the
+// Gumbel-max trick. Writes the token, its logprob and the top-n logprobs into the out ring, and advances the
+// row state (position, generated count, last token, stop/length finish) so the next step's embedding reads
+// the token without a CPU round trip. docs/sampling.md describes every field; sampling.cpp holds the CPU
+// reference, which uses the same hash, ordering keys and fixed-point mass, so both pick the same tokens.
+//
+// Exact thresholds: top-k and top-p cut-offs are found by a 4-pass radix select (8-bit digits, workgroup
+// histograms) over the order-preserving u32 key of each logit, counting elements (top-k, top-n logprobs) or
+// summing fixed-point probability mass q_i = round(p_i * 2^31) (top-p). No sorting, no candidate cap.
+// Every element with key >= threshold survives, so ties at a threshold are all kept.
+
+override V: u32;                    // vocabulary size (row length of logits and counts)
+override KMAX: u32 = 1u;            // steps in the out ring per row
+override ADVANCE_POS: bool = true;  // decode step: pos += 1 for an active row
+override WG: u32 = 256u;            // threads per workgroup (a multiple of 16, at most 256)
+override HIST_COPIES: u32 = 8u;     // private histogram copies (fewer same-address atomics)
+override WRITE_STATS: bool = false;  // tests: rows[b*8+7] = number of tokens that survived top-k/top-p
+
+@group(0) @binding(0) var<storage, read_write> logits: array<f32>;  // [B, V]
+@group(0) @binding(1) var<storage, read> params: array<u32>;        // [B, 64]
+@group(0) @binding(2) var<storage, read_write> counts: array<u32>;  // [S, V]: bit 31 prompt, bits 0..30 generated
+@group(0) @binding(3) var<storage, read_write> rows: array<u32>;    // [B, 8]
+@group(0) @binding(4) var<storage, read_write> out: array<u32>;     // [B, KMAX, 44]
+
+const NBINS = 256u;
+const RG = 16u;  // reduction group size
+const MAX_TOP = 20u;
+const TIE_CAP = 64u;
+const NONE = 0xFFFFFFFFu;
+const FLT_MAX = 3.40282346638528859812e+38f;
+
+// Parameter word indices (sampling.h mirrors them).
+const P_TEMP = 0u;
+const P_TOP_P = 1u;
+const P_TOP_K = 2u;
+const P_REP = 3u;
+const P_PRES = 4u;
+const P_FREQ = 5u;
+const P_SEED_LO = 6u;
+const P_SEED_HI = 7u;
+const P_MAX_TOKENS = 8u;
+const P_N_STOP = 9u;
+const P_STOP = 10u;
+const P_N_LOGPROBS = 18u;
+const P_N_BIAS = 19u;
+const P_BIAS = 20u;
+const P_WANT_LOGPROB = 52u;
+
+var<workgroup> hist: array<atomic<u32>, NBINS * HIST_COPIES>;
+var<workgroup> cum: array<u32, NBINS>;  // combined histogram
+var<workgroup> chunk: array<u32, 16>;   // sums of 16 bins
+var<workgroup> red_f: array<vec2<f32>, WG>;
+var<workgroup> red_u: array<u32, WG>;
+var<workgroup> red_i: array<u32, WG>;
+var<workgroup> part_f: array<vec2<f32>, WG / RG>;
+var<workgroup> part_u: array<u32, WG / RG>;
+var<workgroup> part_i: array<u32, WG / RG>;
+var<workgroup> wg_state: array<u32, 72>;  // params row (64 words), then rows row (8 words)
+var<workgroup> wg_sel: vec2<u32>;         // radix select: (digit, weight above)
+var<workgroup> wg_scalar: u32;
+var<workgroup> n_above: atomic<u32>;
+var<workgroup> n_ties: atomic<u32>;
+var<workgroup> tie_min: atomic<u32>;
+var<workgroup> top_id: array<u32, MAX_TOP>;
+var<workgroup> ties: array<u32, TIE_CAP>;
+
+// Per-row values shared by the helper functions (same in every invocation).
+var<private> g_base: u32;     // row offset into logits
+var<private> g_m: f32;        // max processed logit
+var<private> g_inv_t: f32;    // 1 / temperature (capped)
+var<private> g_tk: u32;       // top-k threshold key (0 = all)
+var<private> g_qscale: f32;   // 2^31 / Z over the top-k survivors
+var<private> g_top_p: f32;
+var<private> g_k1: u32;       // hash keys of (seed, generated)
+var<private> g_ks: u32;
+
+// ---- ordering keys, hashing, Exp(1) draws ----
+
+// Order-preserving map f32 -> u32 (larger float, larger key; -0 < +0).
+fn key_of(x: f32) -> u32 {
+  let u = bitcast<u32>(x);
+  return select(u | 0x80000000u, ~u, (u & 0x80000000u) != 0u);
+}
+
+fn from_key(k: u32) -> f32 {
+  return bitcast<f32>(select(~k, k & 0x7FFFFFFFu, (k & 0x80000000u) != 0u));
+}
+
+// Processed logit i of this row with NaN -> -FLT_MAX and +-inf clamped to +-FLT_MAX.
+fn lval(i: u32) -> f32 {
+  let x = logits[g_base + i];
+  let a = bitcast<u32>(x) & 0x7FFFFFFFu;
+  if (a > 0x7F800000u) { return -FLT_MAX; }
+  return clamp(x, -FLT_MAX, FLT_MAX);
+}
+
+fn mix32(x0: u32) -> u32 {
+  var x = x0;
+  x ^= x >> 16u;
+  x *= 0x7feb352du;
+  x ^= x >> 15u;
+  x *= 0x846ca68bu;
+  x ^= x >> 16u;
+  return x;
+}
+
+// E_i ~ Exp(1) for token i at this row's (seed, generated): E = -log(1 - v), v in (0,1) built from 64 hash bits
+// with 23 significant bits at every magnitude (v down to 2^-55), so small E (the likely winners) are precise.
+fn exp_draw(i: u32) -> f32 {
+  var h1 = mix32(mix32(i ^ g_ks) ^ g_k1);
+  let h2 = mix32(h1 + g_ks);
+  h1 = max(h1, 1u);
+  let lz = countLeadingZeros(h1);
+  var bits = h1 << lz;
+  if (lz > 0u) {
+    bits |= h2 >> (32u - lz);
+  }
+  let v = ldexp(f32(bits >> 9u) + 0.5, -i32(23u + lz));
+  if (v <= 0.5) {
+    // -log(1 - v) = 2 atanh(z), z = v / (2 - v) <= 1/3: odd series to z^17 (relative error < 1e-9).
+    let z = v / (2.0 - v);
+    let w = z * z;
+    var p = 1.0 / 17.0;
+    p = p * w + 1.0 / 15.0;
+    p = p * w + 1.0 / 13.0;
+    p = p * w + 1.0 / 11.0;
+    p = p * w + 1.0 / 9.0;
+    p = p * w + 1.0 / 7.0;
+    p = p * w + 1.0 / 5.0;
+    p = p * w + 1.0 / 3.0;
+    p = p * w + 1.0;
+    return 2.0 * z * p;
+  }
+  return -log(1.0 - v);  // 1 - v is exact here and < 0.5
+}
+
+// Fixed-point probability mass of a logit among the top-k survivors: round(p * 2^31).
+fn mass(x: f32) -> u32 {
+  let e = exp((x - g_m) * g_inv_t);
+  return u32(round(e * g_qscale));
+}
+
+// (hi, lo) of the 64-bit product a * b.
+fn mul64(a: u32, b: u32) -> vec2<u32> {
+  let a0 = a & 0xFFFFu;
+  let a1 = a >> 16u;
+  let b0 = b & 0xFFFFu;
+  let b1 = b >> 16u;
+  let p00 = a0 * b0;
+  let p01 = a0 * b1;
+  let p10 = a1 * b0;
+  let mid = (p00 >> 16u) + (p01 & 0xFFFFu) + (p10 & 0xFFFFu);
+  let lo = (mid << 16u) | (p00 & 0xFFFFu);
+  let hi = a1 * b1 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u);
+  return vec2<u32>(hi, lo);
+}
+
+// Mass the top-p set must reach: ceil(total * p24 / 2^24) with p24 = round(top_p * 2^24), at least 1.
+fn top_p_target(total: u32) -> u32 {
+  let p24 = u32(round(g_top_p * 16777216.0));
+  let prod = mul64(total, p24);
+  var t = (prod.x << 8u) | (prod.y >> 24u);
+  if ((prod.y & 0xFFFFFFu) != 0u) {
+    t += 1u;
+  }
+  return max(t, 1u);
+}
+
+// ---- workgroup reductions (call from uniform control flow) ----
+// Two levels with two barriers each (barriers are what a CPU rasteriser like SwiftShader pays for most):
+// groups of RG values reduced by WG/RG invocations, then every invocation reduces the WG/RG partials.
+
+// Largest key, lowest index among equal keys.
+fn better(k2: u32, i2: u32, k1: u32, i1: u32) -> bool {
+  return k2 > k1 || (k2 == k1 && i2 < i1);
+}
+
+fn reduce_argmax(k: u32, i: u32, tid: u32) -> vec2<u32> {
+  red_u[tid] = k;
+  red_i[tid] = i;
+  workgroupBarrier();
+  if (tid < WG / RG) {
+    var bk = red_u[tid * RG];
+    var bi = red_i[tid * RG];
+    for (var j = 1u; j < RG; j++) {
+      let k2 = red_u[tid * RG + j];
+      let i2 = red_i[tid * RG + j];
+      if (better(k2, i2, bk, bi)) {
+        bk = k2;
+        bi = i2;
+      }
+    }
+    part_u[tid] = bk;
+    part_i[tid] = bi;
+  }
+  workgroupBarrier();
+  var bk = part_u[0];
+  var bi = part_i[0];
+  for (var j = 1u; j < WG / RG; j++) {
+    if (better(part_u[j], part_i[j], bk, bi)) {
+      bk = part_u[j];
+      bi = part_i[j];
+    }
+  }
+  return vec2<u32>(bk, bi);
+}
+
+fn reduce_sum_f2(v: vec2<f32>, tid: u32) -> vec2<f32> {
+  red_f[tid] = v;
+  workgroupBarrier();
+  if (tid < WG / RG) {
+    var s = vec2<f32>(0.0);
+    for (var j = 0u; j < RG; j++) {
+      s += red_f[tid * RG + j];
+    }
+    part_f[tid] = s;
+  }
+  workgroupBarrier();
+  var s = vec2<f32>(0.0);
+  for (var j = 0u; j < WG / RG; j++) {
+    s += part_f[j];
+  }
+  return s;
+}
+
+fn reduce_sum_u(v: u32, tid: u32) -> u32 {
+  red_u[tid] = v;
+  workgroupBarrier();
+  if (tid < WG / RG) {
+    var s = 0u;
+    for (var j = 0u; j < RG; j++) {
+      s += red_u[tid * RG + j];
+    }
+    part_u[tid] = s;
+  }
+  workgroupBarrier();
+  var s = 0u;
+  for (var j = 0u; j < WG / RG; j++) {
+    s += part_u[j];
+  }
+  return s;
+}
+
+// ---- radix select ----
+
+const MODE_COUNT = 0u;  // weight 1 per token
+const MODE_MASS = 1u;   // weight mass(x) per top-k survivor; target derived from the total and top_p
+
+// The largest key t with W(t) >= target, W(t) = total weight of tokens whose key >= t. Four passes, one
+// 8-bit digit each, most significant first; `above` is the weight of tokens already known to be > t.
+// Per pass: weights into HIST_COPIES histograms (zero on entry, zeroed again when combined), then 16
+// invocations each own 16 bins and find the bin where the running sum from the top crosses the target.
+fn radix_select(mode: u32, target_in: u32, tid: u32) -> u32 {
+  var prefix = 0u;
+  var above = 0u;
+  var goal = target_in;  // used by invocations < 16
+  let copy = (tid % HIST_COPIES) * NBINS;
+  for (var step = 0u; step < 4u; step++) {
+    let shift = 24u - 8u * step;
+    let mask = ~(0xFFFFFFFFu >> (8u * step));  // digits already decided
+    for (var i = tid; i < V; i += WG) {
+      let x = lval(i);
+      let k = key_of(x);
+      if ((k & mask) != prefix) {
+        continue;
+      }
+      var w = 1u;
+      if (mode == MODE_MASS) {
+        if (k < g_tk) {
+          continue;
+        }
+        w = mass(x);
+        if (w == 0u) {
+          continue;
+        }
+      }
+      atomicAdd(&hist[copy + ((k >> shift) & 0xFFu)], w);
+    }
+    workgroupBarrier();
+    for (var j = tid; j < NBINS; j += WG) {
+      var s = 0u;
+      for (var c = 0u; c < HIST_COPIES; c++) {
+        s += atomicLoad(&hist[c * NBINS + j]);
+        atomicStore(&hist[c * NBINS + j], 0u);
+      }
+      cum[j] = s;
+    }
+    workgroupBarrier();
+    if (tid < 16u) {
+      var s = 0u;
+      for (var j = 0u; j < 16u; j++) {
+        s += cum[tid * 16u + j];
+      }
+      chunk[tid] = s;
+    }
+    workgroupBarrier();
+    if (tid < 16u) {
+      if (step == 0u && mode == MODE_MASS) {
+        var total = 0u;
+        for (var c = 0u; c < 16u; c++) {
+          total += chunk[c];
+        }
+        goal = top_p_target(total);
+      }
+      var run = above;
+      for (var c = tid + 1u; c < 16u; c++) {
+        run += chunk[c];
+      }
+      for (var jj = 0u; jj < 16u; jj++) {
+        let j = tid * 16u + 15u - jj;
+        let next = run;
+        run += cum[j];
+        if (run >= goal && next < goal) {
+          wg_sel = vec2<u32>(j, next);
+        }
+      }
+    }
+    let sel = workgroupUniformLoad(&wg_sel);
+    prefix |= sel.x << shift;
+    above = sel.y;
+  }
+  return prefix;
+}
+
+// ---- top-n logprobs ----
+
+// Ids of the n largest logits (ties at the n-th value broken by lowest id) into top_id[0..n), sorted by
+// descending key then ascending id. tn = the n-th largest key (radix select), 0 when n covers the vocabulary.
+fn collect_top(n: u32, tn: u32, tid: u32) {
+  if (tid == 0u) {
+    atomicStore(&n_above, 0u);
+    atomicStore(&n_ties, 0u);
+  }
+  workgroupBarrier();
+  for (var i = tid; i < V; i += WG) {
+    let k = key_of(lval(i));
+    if (k > tn) {
+      let s = atomicAdd(&n_above, 1u);
+      if (s < MAX_TOP) {
+        top_id[s] = i;
+      }
+    } else if (k == tn) {
+      let s = atomicAdd(&n_ties, 1u);
+      if (s < TIE_CAP) {
+        ties[s] = i;
+      }
+    }
+  }
+  workgroupBarrier();
+  if (tid == 0u) {
+    wg_scalar = atomicLoad(&n_above);
+  }
+  let c = min(workgroupUniformLoad(&wg_scalar), n);
+  if (tid == 0u) {
+    wg_scalar = atomicLoad(&n_ties);
+  }
+  let nt = workgroupUniformLoad(&wg_scalar);
+  let r = n - c;  // ties to take, lowest ids first
+  if (nt <= TIE_CAP) {
+    if (tid == 0u) {
+      for (var j = 0u; j < r; j++) {  // partial selection sort of the tie buffer
+        var best = j;
+        for (var q = j + 1u; q < nt; q++) {
+          if (ties[q] < ties[best]) {
+            best = q;
+          }
+        }
+        let t = ties[best];
+        ties[best] = ties[j];
+        ties[j] = t;
+        top_id[c + j] = t;
+      }
+    }
+  } else {
+    // More than TIE_CAP tokens share the n-th value (degenerate logits): one min-id pass per missing entry.
+    var last = 0u;
+    for (var j = 0u; j < r; j++) {
+      if (tid == 0u) {
+        atomicStore(&tie_min, NONE);
+      }
+      workgroupBarrier();
+      for (var i = tid; i < V; i += WG) {
+        if ((j == 0u || i > last) && key_of(lval(i)) == tn) {
+          atomicMin(&tie_min, i);
+        }
+      }
+      workgroupBarrier();
+      if (tid == 0u) {
+        wg_scalar = atomicLoad(&tie_min);
+        top_id[c + j] = wg_scalar;
+      }
+      last = workgroupUniformLoad(&wg_scalar);
+    }
+  }
+  workgroupBarrier();
+  if (tid == 0u) {  // insertion sort: key descending, id ascending
+    for (var j = 1u; j < n; j++) {
+      let id = top_id[j];
+      let k = key_of(lval(id));
+      var q = j;
+      loop {
+        if (q == 0u) {
+          break;
+        }
+        let pid = top_id[q - 1u];
+        let pk = key_of(lval(pid));
+        if (pk > k || (pk == k && pid < id)) {
+          break;
+        }
+        top_id[q] = pid;
+        q--;
+      }
+      top_id[q] = id;
+    }
+  }
+  workgroupBarrier();
+}
+
+// ---- the step ----
+
+// Penalties on tokens seen in the prompt or generated (HF repetition; OpenAI presence/frequency on generated
+// counts only), then logit_bias; all in place.
+fn apply_penalties(st: array<u32, 72>, slot: u32, tid: u32) {
+  let rep = bitcast<f32>(st[P_REP]);
+  let pres = bitcast<f32>(st[P_PRES]);
+  let freq = bitcast<f32>(st[P_FREQ]);
+  let nb = min(st[P_N_BIAS], 16u);
+  let penalised = rep != 1.0 || pres != 0.0 || freq != 0.0;
+  if (penalised) {
+    let inv_rep = 1.0 / rep;
+    for (var i = tid; i < V; i += WG) {
+      let c = counts[slot * V + i];
+      if (c == 0u) {
+        continue;
+      }
+      var l = lval(i);
+      if (l > 0.0) {
+        l = l * inv_rep;
+      } else {
+        l = l * rep;
+      }
+      let gen = c & 0x7FFFFFFFu;
+      if (gen > 0u) {
+        l = l - pres;
+        l = l - freq * f32(gen);
+      }
+      logits[g_base + i] = l;
+    }
+    if (nb > 0u) {
+      storageBarrier();
+    }
+  }
+  if (tid == 0u) {
+    for (var j = 0u; j < nb; j++) {
+      let tok = st[P_BIAS + 2u * j];
+      if (tok < V) {
+        logits[g_base + tok] = lval(tok) + bitcast<f32>(st[P_BIAS + 2u * j + 1u]);
+      }
+    }
+  }
+  if (penalised || nb > 0u) {
+    storageBarrier();
+  }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
+  let b = wid.x;
+  for (var j = tid; j < 72u; j += WG) {
+    if (j < 64u) {
+      wg_state[j] = params[b * 64u + j];
+    } else {
+      wg_state[j] = rows[b * 8u + j - 64u];
+    }
+  }
+  for (var j = tid; j < NBINS * HIST_COPIES; j += WG) {
+    atomicStore(&hist[j], 0u);
+  }
+  let p = workgroupUniformLoad(&wg_state);  // p[0..64) params, p[64..72) row state
+  let row = array<u32, 8>(p[64], p[65], p[66], p[67], p[68], p[69], p[70], p[71]);
+  let o = (b * KMAX + row[5] % KMAX) * 44u;
+
+  if (row[2] == 0u) {  // inactive: mark the step, keep the state
+    if (tid == 0u) {
+      out[o] = NONE;
+      out[o + 1u] = 0u;
+      out[o + 2u] = 0u;
+      out[o + 43u] = row[6];
+      rows[b * 8u + 5u] = row[5] + 1u;
+    }
+    return;
+  }
+
+  g_base = b * V;
+  let slot = row[0];
+  let generated = row[3];
+  apply_penalties(p, slot, tid);
+
+  // Max (and greedy argmax) of the processed logits.
+  var bk = 0u;
+  var bi = NONE;
+  for (var i = tid; i < V; i += WG) {
+    let k = key_of(lval(i));
+    if (k > bk) {
+      bk = k;
+      bi = i;
+    }
+  }
+  let best = reduce_argmax(bk, bi, tid);
+  g_m = from_key(best.x);
+
+  let temperature = bitcast<f32>(p[P_TEMP]);
+  let n_top = min(min(p[P_N_LOGPROBS], MAX_TOP), V);
+  let want_lp = p[P_WANT_LOGPROB] != 0u || n_top > 0u;
+  let greedy = !(temperature > 0.0);
+  g_inv_t = min(1.0 / temperature, 1e30);
+  let top_p = bitcast<f32>(p[P_TOP_P]);
+  g_top_p = top_p;
+  let use_top_p = !greedy && top_p < 1.0;
+  let top_k = p[P_TOP_K];
+
+  // Top-k threshold (counts).
+  g_tk = 0u;
+  if (!greedy && top_k > 0u && top_k < V) {
+    g_tk = radix_select(MODE_COUNT, top_k, tid);
+  }
+
+  // Normalisers: Z over the top-k survivors at temperature T (top-p), Z1 over all at temperature 1 (logprobs).
+  var log_z1 = 0.0;
+  if (use_top_p || want_lp) {
+    var zs = 0.0;
+    var z1 = 0.0;
+    for (var i = tid; i < V; i += WG) {
+      let x = lval(i);
+      let d = x - g_m;
+      if (use_top_p && key_of(x) >= g_tk) {
+        zs += exp(d * g_inv_t);
+      }
+      if (want_lp) {
+        z1 += exp(d);
+      }
+    }
+    let z = reduce_sum_f2(vec2<f32>(zs, z1), tid);
+    log_z1 = log(z.y);
+    g_qscale = 2147483648.0 / z.x;
+  }
+
+  var token = best.y;
+  var n_survivors = 1u;
+  if (!greedy) {
+    var t_surv = g_tk;
+    if (use_top_p) {
+      t_surv = radix_select(MODE_MASS, 0u, tid);
+    }
+    // Gumbel-max over the survivors: argmax s_i - log(E_i), E_i ~ Exp(1).
+    g_k1 = mix32(p[P_SEED_LO] ^ 0x3c6ef372u);
+    let k2 = mix32(p[P_SEED_HI] ^ mix32(g_k1 ^ 0xa54ff53au));
+    g_ks = mix32(k2 ^ mix32(generated + 0x9e3779b9u));
+    var sk = 0u;
+    var si = NONE;
+    var cnt = 0u;
+    for (var i = tid; i < V; i += WG) {
+      let x = lval(i);
+      if (key_of(x) < t_surv) {
+        continue;
+      }
+      cnt += 1u;
+      let score = (x - g_m) * g_inv_t - log(exp_draw(i));
+      let k = key_of(score);
+      if (k > sk) {
+        sk = k;
+        si = i;
+      }
+    }
+    token = reduce_argmax(sk, si, tid).y;
+    if (WRITE_STATS) {
+      n_survivors = reduce_sum_u(cnt, tid);
+    }
+  }
+
+  if (n_top > 0u) {
+    var tn = 0u;
+    if (n_top < V) {
+      tn = radix_select(MODE_COUNT, n_top, tid);
+    }
+    collect_top(n_top, tn, tid);
+  }
+
+  if (tid != 0u) {
+    return;
+  }
+  // Outputs and row state (one invocation).
+  var lp = 0.0;
+  if (want_lp) {
+    lp = (lval(token) - g_m) - log_z1;
+  }
+  out[o] = token;
+  out[o + 1u] = bitcast<u32>(lp);
+  out[o + 2u] = n_top;
+  for (var j = 0u; j < MAX_TOP; j++) {
+    var id = NONE;
+    var lpj = 0.0;
+    if (j < n_top) {
+      id = top_id[j];
+      lpj = (lval(id) - g_m) - log_z1;
+    }
+    out[o + 3u + 2u * j] = id;
+    out[o + 4u + 2u * j] = bitcast<u32>(lpj);
+  }
+  let ci = slot * V + token;
+  let c = counts[ci];
+  counts[ci] = (c & 0x80000000u) | ((c + 1u) & 0x7FFFFFFFu);
+
+  let gen = generated + 1u;
+  var finish = 0u;
+  let n_stop = min(p[P_N_STOP], 8u);
+  for (var j = 0u; j < n_stop; j++) {
+    if (p[P_STOP + j] == token) {
+      finish = 1u;
+    }
+  }
+  if (finish == 0u && gen >= p[P_MAX_TOKENS]) {
+    finish = 2u;
+  }
+  let r = b * 8u;
+  if (ADVANCE_POS) {
+    rows[r + 1u] = row[1] + 1u;
+  }
+  rows[r + 2u] = select(1u, 0u, finish != 0u);
+  rows[r + 3u] = gen;
+  rows[r + 4u] = token;
+  rows[r + 5u] = row[5] + 1u;
+  rows[r + 6u] = finish;
+  if (WRITE_STATS) {
+    rows[r + 7u] = n_survivors;
+  }
+  out[o + 43u] = finish;
+}

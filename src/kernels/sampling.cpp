@@ -1,0 +1,268 @@
+// Sampling parameters (validation, packing for sample.wgsl), out-ring decoding, and the CPU reference of one
+// sampling step. The reference repeats the kernel's f32 steps where IEEE rounding is exact on both sides
+// (subtraction, multiplication, the fixed-point products) and uses double for exp/log and sums; see
+// docs/sampling.md for where the two may legitimately disagree.
+#include "kernels/sampling.h"
+
+#include <algorithm>
+#include <bit>
+#include <cfloat>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+namespace ewgpu {
+namespace {
+
+// Parameter word indices (sample.wgsl P_*).
+enum : uint32_t {
+  kPTemp = 0,
+  kPTopP = 1,
+  kPTopK = 2,
+  kPRep = 3,
+  kPPres = 4,
+  kPFreq = 5,
+  kPSeedLo = 6,
+  kPSeedHi = 7,
+  kPMaxTokens = 8,
+  kPNStop = 9,
+  kPStop = 10,
+  kPNLogprobs = 18,
+  kPNBias = 19,
+  kPBias = 20,
+  kPWantLogprob = 52,
+};
+
+Error outOfRange(const std::string& field, const nlohmann::json& value, const std::string& allowed) {
+  return makeError(ErrorCode::kBadRequest, field + " out of range (allowed " + allowed + ")",
+                   {{"field", field}, {"value", value}, {"allowed", allowed}});
+}
+
+bool inRange(float x, float lo, float hi) { return std::isfinite(x) && x >= lo && x <= hi; }
+
+uint32_t mix32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  x ^= x >> 16;
+  return x;
+}
+
+// NaN -> -FLT_MAX, +-inf -> +-FLT_MAX (the kernel's lval).
+float sanitize(float x) {
+  if (std::isnan(x)) return -FLT_MAX;
+  return std::clamp(x, -FLT_MAX, FLT_MAX);
+}
+
+// Penalties then logit_bias, as the kernel applies them in place.
+std::vector<float> processLogits(std::span<const float> logits, const SamplingParams& p,
+                                 std::span<const uint32_t> counts) {
+  std::vector<float> l(logits.size());
+  for (size_t i = 0; i < l.size(); ++i) l[i] = sanitize(logits[i]);
+  const float rep = p.repetition_penalty, pres = p.presence_penalty, freq = p.frequency_penalty;
+  if (rep != 1.0f || pres != 0.0f || freq != 0.0f) {
+    const float inv_rep = 1.0f / rep;
+    for (size_t i = 0; i < l.size(); ++i) {
+      const uint32_t c = counts[i];
+      if (c == 0) continue;
+      float x = l[i] > 0.0f ? l[i] * inv_rep : l[i] * rep;
+      const uint32_t gen = c & ~kCountPromptBit;
+      if (gen > 0) {
+        x = x - pres;
+        x = x - freq * static_cast<float>(gen);
+      }
+      l[i] = sanitize(x);
+    }
+  }
+  const size_t nb = std::min<size_t>(p.logit_bias.size(), kSampleMaxBias);
+  for (size_t j = 0; j < nb; ++j) {
+    const auto [tok, bias] = p.logit_bias[j];
+    if (tok >= 0 && static_cast<size_t>(tok) < l.size()) l[tok] = sanitize(l[tok] + bias);
+  }
+  return l;
+}
+
+// The key of the k-th largest element (1-based) of `keys` (copied).
+uint32_t kthLargestKey(std::vector<uint32_t> keys, size_t k) {
+  std::nth_element(keys.begin(), keys.begin() + (k - 1), keys.end(), std::greater<>());
+  return keys[k - 1];
+}
+
+// Top-p threshold key among tokens with key >= tk: the largest key t whose fixed-point mass
+// sum(q_i : key_i >= t) reaches ceil(Qtot * p24 / 2^24).
+uint32_t topPThreshold(const std::vector<float>& l, const std::vector<uint32_t>& keys, float m, float inv_t,
+                       uint32_t tk, float top_p, double* margin) {
+  double zs = 0;
+  for (size_t i = 0; i < l.size(); ++i)
+    if (keys[i] >= tk) zs += std::exp(static_cast<double>((l[i] - m) * inv_t));
+  const float qscale = 2147483648.0f / static_cast<float>(zs);
+  std::vector<std::pair<uint32_t, uint32_t>> kq;  // (key, q)
+  uint64_t total = 0;
+  for (size_t i = 0; i < l.size(); ++i) {
+    if (keys[i] < tk) continue;
+    const float e = static_cast<float>(std::exp(static_cast<double>((l[i] - m) * inv_t)));
+    const auto q = static_cast<uint32_t>(std::nearbyint(e * qscale));
+    if (q == 0) continue;
+    kq.emplace_back(keys[i], q);
+    total += q;
+  }
+  const uint64_t p24 = static_cast<uint64_t>(std::nearbyint(top_p * 16777216.0f));
+  const uint64_t target = std::max<uint64_t>(1, (total * p24 + (1u << 24) - 1) >> 24);
+  std::sort(kq.begin(), kq.end(), std::greater<>());
+  uint64_t acc = 0, before = 0;  // mass of the groups above the current one
+  for (size_t i = 0; i < kq.size(); ++i) {
+    acc += kq[i].second;
+    const bool group_end = i + 1 == kq.size() || kq[i + 1].first != kq[i].first;
+    if (!group_end) continue;
+    if (acc >= target) {
+      *margin = static_cast<double>(std::min(acc - target, target - before)) / static_cast<double>(total);
+      return kq[i].first;
+    }
+    before = acc;
+  }
+  return kq.empty() ? 0 : kq.back().first;
+}
+
+}  // namespace
+
+Status SamplingParams::validate(int vocab) const {
+  if (vocab <= 0) return outOfRange("vocab", vocab, "> 0");
+  if (!inRange(temperature, 0, 100)) return outOfRange("temperature", temperature, "[0, 100]");
+  if (!(std::isfinite(top_p) && top_p > 0 && top_p <= 1)) return outOfRange("top_p", top_p, "(0, 1]");
+  if (!(std::isfinite(repetition_penalty) && repetition_penalty > 0 && repetition_penalty <= 100))
+    return outOfRange("repetition_penalty", repetition_penalty, "(0, 100]");
+  if (!inRange(presence_penalty, -2, 2)) return outOfRange("presence_penalty", presence_penalty, "[-2, 2]");
+  if (!inRange(frequency_penalty, -2, 2)) return outOfRange("frequency_penalty", frequency_penalty, "[-2, 2]");
+  if (max_tokens < 1) return outOfRange("max_tokens", max_tokens, ">= 1");
+  if (stop_token_ids.size() > kSampleMaxStop)
+    return outOfRange("stop_token_ids", stop_token_ids.size(), "at most 8 ids");
+  for (int32_t id : stop_token_ids)
+    if (id < 0 || id >= vocab) return outOfRange("stop_token_ids", id, "[0, vocab)");
+  if (n_logprobs > kSampleMaxTop) return outOfRange("top_logprobs", n_logprobs, "[0, 20]");
+  if (n_logprobs > 0 && !logprobs)
+    return makeError(ErrorCode::kBadRequest, "top_logprobs requires logprobs", {{"field", "top_logprobs"}});
+  if (logit_bias.size() > kSampleMaxBias) return outOfRange("logit_bias", logit_bias.size(), "at most 16 entries");
+  for (const auto& [id, bias] : logit_bias) {
+    if (id < 0 || id >= vocab) return outOfRange("logit_bias", id, "token ids in [0, vocab)");
+    if (!inRange(bias, -100, 100)) return outOfRange("logit_bias", bias, "values in [-100, 100]");
+  }
+  return {};
+}
+
+void encodeParams(const SamplingParams& p, uint32_t* row64) {
+  std::fill(row64, row64 + kSampleParamWords, 0u);
+  row64[kPTemp] = std::bit_cast<uint32_t>(p.temperature);
+  row64[kPTopP] = std::bit_cast<uint32_t>(p.top_p);
+  row64[kPTopK] = p.top_k;
+  row64[kPRep] = std::bit_cast<uint32_t>(p.repetition_penalty);
+  row64[kPPres] = std::bit_cast<uint32_t>(p.presence_penalty);
+  row64[kPFreq] = std::bit_cast<uint32_t>(p.frequency_penalty);
+  row64[kPSeedLo] = static_cast<uint32_t>(p.seed);
+  row64[kPSeedHi] = static_cast<uint32_t>(p.seed >> 32);
+  row64[kPMaxTokens] = p.max_tokens;
+  const uint32_t n_stop = std::min<uint32_t>(p.stop_token_ids.size(), kSampleMaxStop);
+  row64[kPNStop] = n_stop;
+  for (uint32_t j = 0; j < n_stop; ++j) row64[kPStop + j] = static_cast<uint32_t>(p.stop_token_ids[j]);
+  row64[kPNLogprobs] = std::min(p.n_logprobs, kSampleMaxTop);
+  const uint32_t n_bias = std::min<uint32_t>(p.logit_bias.size(), kSampleMaxBias);
+  row64[kPNBias] = n_bias;
+  for (uint32_t j = 0; j < n_bias; ++j) {
+    row64[kPBias + 2 * j] = static_cast<uint32_t>(p.logit_bias[j].first);
+    row64[kPBias + 2 * j + 1] = std::bit_cast<uint32_t>(p.logit_bias[j].second);
+  }
+  row64[kPWantLogprob] = p.logprobs ? 1u : 0u;
+}
+
+SampleOut decodeOut(const uint32_t* row44) {
+  SampleOut o;
+  o.active = row44[0] != kSampleInactive;
+  o.token = o.active ? static_cast<int32_t>(row44[0]) : -1;
+  o.logprob = std::bit_cast<float>(row44[1]);
+  const uint32_t n = std::min(row44[2], kSampleMaxTop);
+  for (uint32_t j = 0; j < n; ++j)
+    o.top.push_back({static_cast<int32_t>(row44[3 + 2 * j]), std::bit_cast<float>(row44[4 + 2 * j])});
+  o.finish = static_cast<SampleFinish>(row44[43]);
+  return o;
+}
+
+uint32_t sampleOrderKey(float x) {
+  const uint32_t u = std::bit_cast<uint32_t>(x);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+double sampleExpDraw(uint64_t seed, uint32_t generated, uint32_t token) {
+  const uint32_t k1 = mix32(static_cast<uint32_t>(seed) ^ 0x3c6ef372u);
+  const uint32_t k2 = mix32(static_cast<uint32_t>(seed >> 32) ^ mix32(k1 ^ 0xa54ff53au));
+  const uint32_t ks = mix32(k2 ^ mix32(generated + 0x9e3779b9u));
+  uint32_t h1 = mix32(mix32(token ^ ks) ^ k1);
+  const uint32_t h2 = mix32(h1 + ks);
+  h1 = std::max(h1, 1u);
+  const int lz = std::countl_zero(h1);
+  uint32_t bits = h1 << lz;
+  if (lz > 0) bits |= h2 >> (32 - lz);
+  const double v = std::ldexp(static_cast<double>(bits >> 9) + 0.5, -(23 + lz));
+  return -std::log1p(-v);
+}
+
+SampleReference sampleReferenceFull(std::span<const float> logits, const SamplingParams& p,
+                                    std::span<const uint32_t> counts, uint32_t generated) {
+  SampleReference r;
+  r.processed = processLogits(logits, p, counts);
+  const std::vector<float>& l = r.processed;
+  const size_t vocab = l.size();
+  std::vector<uint32_t> keys(vocab);
+  for (size_t i = 0; i < vocab; ++i) keys[i] = sampleOrderKey(l[i]);
+  const size_t best = std::max_element(keys.begin(), keys.end()) - keys.begin();  // first of the largest
+  const float m = l[best];
+
+  r.token = static_cast<int32_t>(best);
+  r.survivors = 1;
+  if (p.temperature > 0) {
+    const float inv_t = std::min(1.0f / p.temperature, 1e30f);
+    uint32_t threshold = 0;
+    if (p.top_k > 0 && p.top_k < vocab) threshold = kthLargestKey(keys, p.top_k);
+    if (p.top_p < 1.0f) threshold = topPThreshold(l, keys, m, inv_t, threshold, p.top_p, &r.top_p_margin);
+    double best_score = -INFINITY, second_score = -INFINITY;
+    r.token = -1;
+    r.survivors = 0;
+    for (size_t i = 0; i < vocab; ++i) {
+      if (keys[i] < threshold) continue;
+      ++r.survivors;
+      const double s = static_cast<double>((l[i] - m) * inv_t);
+      const double score = s - std::log(sampleExpDraw(p.seed, generated, static_cast<uint32_t>(i)));
+      if (r.token < 0 || score > best_score) {
+        second_score = best_score;
+        best_score = score;
+        r.token = static_cast<int32_t>(i);
+      } else if (score > second_score) {
+        second_score = score;
+      }
+    }
+    r.score_gap = best_score - second_score;
+  }
+
+  const size_t n_top = std::min<size_t>({p.n_logprobs, kSampleMaxTop, vocab});
+  if (p.logprobs || n_top > 0) {
+    double z1 = 0;
+    for (size_t i = 0; i < vocab; ++i) z1 += std::exp(static_cast<double>(l[i] - m));
+    const double log_z1 = std::log(z1);
+    auto logprob = [&](size_t i) { return static_cast<float>(static_cast<double>(l[i] - m) - log_z1); };
+    r.logprob = logprob(r.token);
+    std::vector<uint32_t> order(vocab);
+    std::iota(order.begin(), order.end(), 0u);
+    std::partial_sort(order.begin(), order.begin() + n_top, order.end(),
+                      [&](uint32_t a, uint32_t b) { return keys[a] != keys[b] ? keys[a] > keys[b] : a < b; });
+    for (size_t j = 0; j < n_top; ++j) r.top.push_back({static_cast<int32_t>(order[j]), logprob(order[j])});
+  }
+  return r;
+}
+
+int32_t sampleReference(std::span<const float> logits, const SamplingParams& p, std::span<const uint32_t> counts,
+                        uint32_t generated, std::vector<TopLogprob>* top) {
+  SampleReference r = sampleReferenceFull(logits, p, counts, generated);
+  if (top) *top = std::move(r.top);
+  return r.token;
+}
+
+}  // namespace ewgpu

@@ -1,0 +1,105 @@
+// Host side of the GPU sampler (src/kernels/sample.wgsl): the per-request sampling parameters and their
+// validation, the packing of those parameters into the kernel's 64-word parameter row, the decoding of one
+// 44-word out entry, and a CPU reference that picks the same token as the kernel (same hash, same ordering
+// keys, same fixed-point top-p mass). docs/sampling.md describes the buffers and the semantics.
+#pragma once
+
+#include "base/error.h"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace ewgpu {
+
+// Buffer geometry of the sample kernel (words per row / entry).
+inline constexpr uint32_t kSampleParamWords = 64;  // params: [B, 64]
+inline constexpr uint32_t kSampleRowWords = 8;     // rows: [B, 8]
+inline constexpr uint32_t kSampleOutWords = 44;    // out: [B, KMAX, 44]
+inline constexpr uint32_t kSampleMaxTop = 20;      // top logprobs per step
+inline constexpr uint32_t kSampleMaxStop = 8;      // stop token ids per request
+inline constexpr uint32_t kSampleMaxBias = 16;     // logit_bias pairs per request
+inline constexpr uint32_t kSampleInactive = 0xFFFFFFFFu;  // out token of a step where the row was inactive
+inline constexpr uint32_t kCountPromptBit = 0x80000000u;  // counts: token occurs in the prompt
+
+// Word indices of rows[b*8 + i].
+enum SampleRowField : uint32_t {
+  kRowSlot = 0,       // counts slot of the row
+  kRowPos = 1,        // next position to write
+  kRowActive = 2,     // 1 active, 0 done
+  kRowGenerated = 3,  // tokens sampled so far
+  kRowToken = 4,      // last sampled id: the next step's input
+  kRowOutIndex = 5,   // step of the current submission (out ring index, modulo KMAX)
+  kRowFinish = 6,     // SampleFinish
+  kRowStats = 7,      // reserved; with WRITE_STATS: survivors of top-k/top-p at the last step
+};
+
+enum class SampleFinish : uint32_t { kNone = 0, kStop = 1, kLength = 2 };
+
+struct SamplingParams {
+  float temperature = 1;    // 0 = greedy; [0, 100]
+  float top_p = 1;          // (0, 1]; 1 = off
+  uint32_t top_k = 0;       // 0 or >= vocab = off
+  float repetition_penalty = 1;  // > 0 (HF semantics); 1 = off
+  float presence_penalty = 0;    // [-2, 2] (OpenAI, generated tokens only)
+  float frequency_penalty = 0;   // [-2, 2] (OpenAI, generated tokens only)
+  uint64_t seed = 0;
+  uint32_t max_tokens = std::numeric_limits<uint32_t>::max();  // >= 1; tokens to sample before finish=length
+  std::vector<int32_t> stop_token_ids;                         // <= 8, each in [0, vocab)
+  uint32_t n_logprobs = 0;  // top logprobs per step, <= 20 (needs logprobs)
+  bool logprobs = false;    // write the sampled token's logprob
+  std::vector<std::pair<int32_t, float>> logit_bias;  // <= 16 (id in [0, vocab), value in [-100, 100])
+
+  // BAD_REQUEST (detail: field, value, allowed range) when a value is out of range for this vocabulary.
+  Status validate(int vocab) const;
+};
+
+// Fills row64[0..64) with the kernel's parameter row (unused words 0).
+void encodeParams(const SamplingParams& p, uint32_t* row64);
+
+struct TopLogprob {
+  int32_t id = 0;
+  float logprob = 0;
+};
+
+// One step of one row in the out ring.
+struct SampleOut {
+  bool active = false;  // false: the row was already finished at this step (token = kSampleInactive)
+  int32_t token = -1;
+  float logprob = 0;    // log_softmax of the processed logits (0 unless requested)
+  std::vector<TopLogprob> top;  // descending logprob, ties by ascending id
+  SampleFinish finish = SampleFinish::kNone;  // after this step
+};
+
+SampleOut decodeOut(const uint32_t* row44);
+
+// The CPU reference of one kernel step for one row.
+struct SampleReference {
+  int32_t token = -1;
+  float logprob = 0;
+  std::vector<TopLogprob> top;
+  uint32_t survivors = 0;      // tokens kept by top-k/top-p (1 for greedy)
+  std::vector<float> processed;  // logits after penalties and bias (sanitised: NaN -> -FLT_MAX, clamped)
+  // How close the decision was (the GPU's f32 exp/log may legitimately decide otherwise only when these are
+  // tiny, see docs/sampling.md): the Gumbel score gap between the winner and the runner-up, and the distance
+  // of the top-p target from the cumulative mass on either side of the threshold, as a fraction of the mass.
+  double score_gap = INFINITY;
+  double top_p_margin = INFINITY;
+};
+
+// logits: [V] raw logits; counts: [V] the row's slot (bit 31 prompt, bits 0..30 generated); generated: tokens
+// sampled so far by the row (the hash counter). Returns the token the kernel picks; fills *top with the
+// top-n logprobs when asked.
+int32_t sampleReference(std::span<const float> logits, const SamplingParams& p, std::span<const uint32_t> counts,
+                        uint32_t generated, std::vector<TopLogprob>* top = nullptr);
+SampleReference sampleReferenceFull(std::span<const float> logits, const SamplingParams& p,
+                                    std::span<const uint32_t> counts, uint32_t generated);
+
+// Exposed for tests: the order-preserving key of a float, and the Exp(1) draw of token i at (seed, generated).
+uint32_t sampleOrderKey(float x);
+double sampleExpDraw(uint64_t seed, uint32_t generated, uint32_t token);
+
+}  // namespace ewgpu

@@ -1,0 +1,191 @@
+#include "model/gpu_model.h"
+
+#include <cstring>
+
+namespace ewgpu {
+namespace {
+
+using kernels::WeightFormat;
+
+struct Part {               // one module of a (possibly fused) matrix
+  std::string module;
+  uint32_t rows;
+};
+
+class Uploader {
+ public:
+  Uploader(gpu::Context& ctx, const ModelFolder& f, uint64_t max_chunk) : ctx_(ctx), f_(f), max_chunk_(max_chunk) {}
+
+  Result<GpuMatrix> matrix(const std::vector<Part>& parts, uint32_t k, const std::string& bias_name = "") {
+    GpuMatrix m;
+    m.format = weightFormatOf(f_.config().quant);
+    m.k = k;
+    for (const auto& p : parts) m.n += p.rows;
+    // Host copies of the packed rows of every part, concatenated.
+    std::vector<uint8_t> w, s;
+    for (const auto& p : parts) {
+      bool q = quantSpec(f_.config().quant).quantized;
+      auto wt = f_.find(p.module + (q ? ".q_weight" : ".weight"));
+      if (!wt) return missing(p.module);
+      auto wb = f_.storageBytes(*wt);
+      if (!wb) return std::move(wb).error();
+      w.insert(w.end(), wb->begin(), wb->end());
+      if (q) {
+        auto st = f_.find(p.module + ".q_scale");
+        if (!st) return missing(p.module + ".q_scale");
+        auto sb = f_.storageBytes(*st);
+        if (!sb) return std::move(sb).error();
+        s.insert(s.end(), sb->begin(), sb->end());
+      }
+    }
+    const uint64_t w_row = w.size() / m.n, s_row = s.size() / m.n;
+    uint64_t limit = max_chunk_ ? max_chunk_ : ctx_.limits().maxStorageBufferBindingSize;
+    uint64_t per_chunk = std::max<uint64_t>(2, (limit / std::max<uint64_t>(w_row, 1)) & ~uint64_t(1));  // even rows
+    for (uint32_t start = 0; start < m.n; start += (uint32_t)per_chunk) {
+      uint32_t rows = (uint32_t)std::min<uint64_t>(per_chunk, m.n - start);
+      auto wbuf = ctx_.createBuffer(rows * w_row, gpu::BufferKind::kStorage, parts[0].module);
+      if (!wbuf) return std::move(wbuf).error();
+      ctx_.write(*wbuf, 0, w.data() + start * w_row, padded(rows * w_row));
+      m.w.push_back(std::move(*wbuf));
+      if (!s.empty()) {
+        auto sbuf = ctx_.createBuffer(rows * s_row, gpu::BufferKind::kStorage, parts[0].module + ".scale");
+        if (!sbuf) return std::move(sbuf).error();
+        std::vector<uint8_t> chunk(s.begin() + start * s_row, s.begin() + (start + rows) * s_row);
+        chunk.resize(padded(chunk.size()), 0);
+        ctx_.write(*sbuf, 0, chunk.data(), chunk.size());
+        m.s.push_back(std::move(*sbuf));
+      }
+      m.rows.push_back(rows);
+      bytes_ += rows * (w_row + s_row);
+    }
+    if (!bias_name.empty()) {
+      auto b = vector(bias_name);
+      if (!b) return std::move(b).error();
+      m.bias = std::move(*b);
+    }
+    return m;
+  }
+
+  Result<gpu::Buffer> vector(const std::string& name) {
+    auto v = loadVectorF32(f_, name);
+    if (!v) return std::move(v).error();
+    return floats(*v, name);
+  }
+
+  Result<gpu::Buffer> floats(const std::vector<float>& v, const std::string& label) {
+    auto b = ctx_.createBuffer(v.size() * 4, gpu::BufferKind::kStorage, label);
+    if (!b) return std::move(b).error();
+    ctx_.write(*b, 0, v.data(), v.size() * 4);
+    bytes_ += v.size() * 4;
+    return b;
+  }
+
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  static size_t padded(size_t n) { return (n + 3) & ~size_t(3); }
+  Error missing(const std::string& what) {
+    return makeError(ErrorCode::kInvalidModelFolder, "tensor " + what + " missing",
+                     {{"file", f_.cache().file}, {"problem", "missing_tensor"}, {"tensor", what}});
+  }
+  gpu::Context& ctx_;
+  const ModelFolder& f_;
+  uint64_t max_chunk_;
+  uint64_t bytes_ = 0;
+};
+
+#define EWGPU_ASSIGN(lhs, expr)                \
+  do {                                         \
+    auto ewgpu_r_ = (expr);                    \
+    if (!ewgpu_r_) return std::move(ewgpu_r_).error(); \
+    lhs = std::move(*ewgpu_r_);                \
+  } while (0)
+
+}  // namespace
+
+WeightFormat weightFormatOf(Quant q) {
+  switch (q) {
+    case Quant::kQ4F16_1: return WeightFormat::kQ4F16;
+    case Quant::kQ4F32_1: return WeightFormat::kQ4F32;
+    case Quant::kQ0F16: return WeightFormat::kQ0F16;
+    case Quant::kQ0F32: return WeightFormat::kQ0F32;
+    case Quant::kQ3F16_1: return WeightFormat::kQ3F16;
+  }
+  return WeightFormat::kQ4F16;
+}
+
+kernels::LinearWeights GpuMatrix::view() const {
+  kernels::LinearWeights v;
+  for (const auto& b : w) v.w_chunks.push_back(&b);
+  for (const auto& b : s) v.s_chunks.push_back(&b);
+  v.chunk_rows = rows;
+  v.N = n;
+  v.K = k;
+  v.format = format;
+  v.bias = bias ? &bias : nullptr;
+  return v;
+}
+
+uint64_t GpuMatrix::bytes() const {
+  uint64_t t = 0;
+  for (const auto& b : w) t += b.size();
+  for (const auto& b : s) t += b.size();
+  return t;
+}
+
+Result<std::unique_ptr<GpuModel>> uploadModel(gpu::Context& ctx, const ModelFolder& folder, const UploadOptions& opts) {
+  auto m = std::make_unique<GpuModel>();
+  const ModelConfig& c = folder.config();
+  m->config = c;
+  Uploader up(ctx, folder, opts.max_chunk_bytes);
+  const uint32_t H = c.hidden, D = c.head_dim, I = c.intermediate;
+  EWGPU_ASSIGN(m->embed, up.matrix({{"model.embed_tokens", (uint32_t)c.vocab}}, H));
+  if (!c.tie_embeddings) EWGPU_ASSIGN(m->lm_head, up.matrix({{"lm_head", (uint32_t)c.vocab}}, H));
+  EWGPU_ASSIGN(m->final_norm, up.vector("model.norm.weight"));
+  const bool fused_qkv_name = c.arch == Arch::kQwen2 || c.arch == Arch::kQwen3 || c.arch == Arch::kQwen3_5;
+  for (int i = 0; i < c.n_layers; ++i) {
+    GpuLayer L;
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    L.full_attention = c.isFullAttention(i);
+    EWGPU_ASSIGN(L.input_norm, up.vector(p + "input_layernorm.weight"));
+    EWGPU_ASSIGN(L.post_norm, up.vector(p + "post_attention_layernorm.weight"));
+    if (L.full_attention) {
+      const std::string a = p + "self_attn.";
+      const std::string qkv = a + (fused_qkv_name ? "c_attn" : "qkv_proj");
+      uint32_t q_rows = (c.arch == Arch::kQwen3_5 ? 2 : 1) * c.n_heads * D;
+      EWGPU_ASSIGN(L.qkv, up.matrix({{qkv, q_rows + 2 * (uint32_t)c.n_kv_heads * D}}, H, c.qkv_bias ? qkv + ".bias" : ""));
+      EWGPU_ASSIGN(L.o, up.matrix({{a + "o_proj", H}}, (uint32_t)c.n_heads * D, c.o_bias ? a + "o_proj.bias" : ""));
+      std::vector<float> qk(2 * D, 1.0f);
+      if (c.qk_norm) {
+        auto qn = loadVectorF32(folder, a + "q_norm.weight");
+        auto kn = loadVectorF32(folder, a + "k_norm.weight");
+        if (!qn) return std::move(qn).error();
+        if (!kn) return std::move(kn).error();
+        std::memcpy(qk.data(), qn->data(), D * 4);
+        std::memcpy(qk.data() + D, kn->data(), D * 4);
+      }
+      EWGPU_ASSIGN(L.qk_norm, up.floats(qk, a + "qk_norm"));
+    } else {
+      const std::string la = p + "linear_attn.";
+      const uint32_t nv = c.lin_v_heads, vd = c.lin_v_dim;
+      EWGPU_ASSIGN(L.in_proj, up.matrix({{la + "in_proj_qkv", (uint32_t)c.linearConvDim()},
+                                         {la + "in_proj_z", nv * vd},
+                                         {la + "in_proj_b", nv},
+                                         {la + "in_proj_a", nv}},
+                                        H));
+      EWGPU_ASSIGN(L.out_proj, up.matrix({{la + "out_proj", H}}, nv * vd));
+      EWGPU_ASSIGN(L.conv_w, up.vector(la + "conv1d_weight"));
+      EWGPU_ASSIGN(L.a_log, up.vector(la + "A_log"));
+      EWGPU_ASSIGN(L.dt_bias, up.vector(la + "dt_bias"));
+      EWGPU_ASSIGN(L.gdn_norm, up.vector(la + "norm.weight"));
+    }
+    EWGPU_ASSIGN(L.gate_up, up.matrix({{p + "mlp.gate_up_proj", 2 * I}}, H));
+    EWGPU_ASSIGN(L.down, up.matrix({{p + "mlp.down_proj", H}}, I));
+    m->layers.push_back(std::move(L));
+  }
+  m->weight_bytes = up.bytes();
+  EWGPU_TRY(ctx.finish());  // uploads done, errors (out of memory) surfaced here
+  return m;
+}
+
+}  // namespace ewgpu

@@ -1,0 +1,64 @@
+// A model's weights on the GPU, uploaded from a validated ModelFolder. Linear weights keep MLC's packed layout
+// (the kernels dequantise on the fly); a matrix above the device's storage-binding limit is split along its rows
+// into several buffers (the 2B model's tied embedding is ~286 MB at q4). Qwen3.5's four GDN input projections
+// are fused row-wise into one matrix [qkv | z | b | a] so one GEMV covers them. Norms and small tensors are f32.
+#pragma once
+
+#include "gpu/context.h"
+#include "kernels/linear.h"
+#include "model/model_folder.h"
+
+#include <memory>
+#include <vector>
+
+namespace ewgpu {
+
+// A linear (or embedding) matrix [n, k] on the GPU.
+struct GpuMatrix {
+  kernels::WeightFormat format = kernels::WeightFormat::kQ4F16;
+  uint32_t n = 0, k = 0;
+  std::vector<gpu::Buffer> w, s;  // per row chunk (s empty for dense formats)
+  std::vector<uint32_t> rows;     // rows per chunk
+  gpu::Buffer bias;               // f32 [n], empty when none
+
+  // The view the kernel wrappers take.
+  kernels::LinearWeights view() const;
+  uint64_t bytes() const;
+};
+
+struct GpuLayer {
+  bool full_attention = true;
+  gpu::Buffer input_norm, post_norm;  // f32 [H] (+1 already baked in for qwen3_5)
+  // Full attention.
+  GpuMatrix qkv, o;                   // qkv rows: q (or interleaved q|gate per head for qwen3_5), k, v
+  gpu::Buffer qk_norm;                // f32 [2, D]: q_norm then k_norm (ones when the model has none)
+  // Gated DeltaNet (qwen3_5 linear-attention layers).
+  GpuMatrix in_proj, out_proj;        // in_proj rows: qkv (C) | z (nv*Vd) | b (nv) | a (nv)
+  gpu::Buffer conv_w, a_log, dt_bias, gdn_norm;  // f32 [C, ks], [nv], [nv], [Vd]
+  // MLP.
+  GpuMatrix gate_up, down;
+};
+
+struct GpuModel {
+  ModelConfig config;
+  GpuMatrix embed;
+  GpuMatrix lm_head;      // empty (n == 0) when tied: use embed
+  gpu::Buffer final_norm;
+  std::vector<GpuLayer> layers;
+  uint64_t weight_bytes = 0;
+
+  const GpuMatrix& logitsMatrix() const { return lm_head.n ? lm_head : embed; }
+};
+
+struct UploadOptions {
+  // Largest buffer one weight chunk may use (0 = the device's maxStorageBufferBindingSize). Tests lower it to
+  // exercise the split.
+  uint64_t max_chunk_bytes = 0;
+};
+
+kernels::WeightFormat weightFormatOf(Quant q);
+
+Result<std::unique_ptr<GpuModel>> uploadModel(gpu::Context& ctx, const ModelFolder& folder,
+                                              const UploadOptions& opts = {});
+
+}  // namespace ewgpu

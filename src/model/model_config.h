@@ -1,0 +1,96 @@
+// mlc-chat-config.json -> ModelConfig: architecture, quantization, dimensions, runtime and sampling defaults
+// of one MLC model folder (mlc-format.md §1.2-1.3, §2.1). Parsing never throws: a field the architecture
+// needs that is missing or of the wrong type is INVALID_MODEL_FOLDER with detail {file, field, problem}.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/error.h"
+
+namespace ewgpu {
+
+enum class Arch { kLlama, kMistral, kQwen2, kQwen3, kQwen3_5 };
+enum class Quant { kQ4F16_1, kQ4F32_1, kQ0F16, kQ0F32, kQ3F16_1 };
+
+std::string_view archName(Arch a);                     // "llama", ..., "qwen3_5"
+std::optional<Arch> archFromName(std::string_view s);  // accepts "qwen3_5_text" as kQwen3_5
+std::string_view quantName(Quant q);                   // "q4f16_1", ...
+std::optional<Quant> quantFromName(std::string_view s);
+
+// Constants of a quantization (mlc-format.md §2.1). For q0*: quantized=false and the group fields are 0.
+struct QuantSpec {
+  bool quantized = false;
+  int bits = 0;             // 4 or 3
+  int group_size = 0;       // elements per scale along the input axis: 32 (int4), 40 (int3)
+  int elems_per_word = 0;   // codes per uint32: 8 (int4), 10 (int3; top 2 bits unused)
+  int words_per_group = 0;  // group_size / elems_per_word = 4
+  int max_int = 0;          // 2^(bits-1)-1: 7 (int4), 3 (int3); codes are 0..2*max_int
+  bool f32_scales = false;  // q_scale dtype float32 (stored bf16 on disk) instead of float16
+  bool f32_model = false;   // model dtype float32 (q4f32_1, q0f32) instead of float16
+};
+QuantSpec quantSpec(Quant q);
+
+// HF rope_scaling of type "llama3" (Llama-3.1/3.2). Other types are rejected at parse time.
+struct RopeScaling {
+  std::string rope_type = "llama3";
+  float factor = 1.0f;
+  float low_freq_factor = 1.0f;
+  float high_freq_factor = 1.0f;
+  int original_max_position_embeddings = 0;
+};
+
+struct ModelConfig {
+  std::string model_type;  // as written in the file ("qwen3_5_text" stays that)
+  Arch arch = Arch::kLlama;
+  Quant quant = Quant::kQ4F16_1;
+
+  int hidden = 0;        // H, residual width
+  int intermediate = 0;  // I, MLP width (gate/up rows each)
+  int n_layers = 0;
+  int n_heads = 0;  // query heads of (full) attention
+  int n_kv_heads = 0;
+  int head_dim = 0;  // D (explicit for qwen3/qwen3_5; hidden/n_heads by default elsewhere)
+  int vocab = 0;     // embedding rows (vocab_size), may exceed the tokenizer's size
+  float rms_eps = 1e-6f;
+  double rope_theta = 10000.0;
+  std::optional<RopeScaling> rope_scaling;
+  bool tie_embeddings = false;  // no lm_head tensor; logits from the embedding
+  bool qkv_bias = false;        // fused qkv (c_attn) has a bias: qwen2 always, qwen3/qwen3_5 iff attention_bias
+  bool o_bias = false;          // o_proj has a bias: qwen3/qwen3_5 iff attention_bias
+  bool qk_norm = false;         // per-head q_norm/k_norm [D]: qwen3, qwen3_5
+
+  // Qwen3.5 (Gated DeltaNet) only; 0 elsewhere.
+  int lin_k_heads = 0;  // linear_num_key_heads
+  int lin_v_heads = 0;  // linear_num_value_heads
+  int lin_k_dim = 0;    // linear_key_head_dim
+  int lin_v_dim = 0;    // linear_value_head_dim
+  int lin_conv_kernel = 0;
+  int full_attention_interval = 0;  // layer i is full attention iff (i+1) % interval == 0 (qwen3_5)
+  float partial_rotary_factor = 1.0f;
+
+  // Runtime.
+  int context_window = -1;  // -1 when a sliding window is used instead
+  int prefill_chunk = 0;
+  int sliding_window = -1;  // -1 = disabled
+  int active_vocab = 0;     // logits at index >= this are masked (defaults to vocab)
+  float temperature = 1.0f, top_p = 1.0f, presence_penalty = 0.0f, frequency_penalty = 0.0f, repetition_penalty = 1.0f;
+  nlohmann::json conv_template;   // object (or a legacy string name)
+  nlohmann::json tokenizer_info;  // {token_postproc_method, prepend_space_in_encode, strip_space_in_decode}
+  std::vector<std::string> tokenizer_files;
+  nlohmann::json raw;  // the whole parsed file
+
+  bool isFullAttention(int layer) const;  // always true except qwen3_5 linear-attention layers
+  int rotaryDim() const;                  // int(head_dim * partial_rotary_factor)
+  int linearConvDim() const { return 2 * lin_k_heads * lin_k_dim + lin_v_heads * lin_v_dim; }  // C
+};
+
+// Parses an mlc-chat-config.json document. `path` only names the file in error details.
+Result<ModelConfig> parseModelConfig(const nlohmann::json& j, const std::string& path);
+// Reads and parses the file (INVALID_MODEL_FOLDER {file, problem:"missing"|"bad_json"} on failure).
+Result<ModelConfig> loadModelConfig(const std::string& path);
+
+}  // namespace ewgpu

@@ -1,0 +1,220 @@
+// Random test models: tiny dims for exact tests, or the real dims of five WebLLM models (written by
+// streaming random codes) for GPU benchmarks.
+#include "model/tiny_model.h"
+
+#include <cmath>
+
+#include "model/mlc_writer.h"
+#include "model/quantize.h"
+
+namespace ewgpu {
+
+namespace {
+
+// splitmix64 stream: small, seedable, identical on every platform.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : s_(seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull) {}
+  uint64_t next() {
+    uint64_t z = (s_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  float uniform() { return (float)((next() >> 40) + 0.5) * (1.0f / 16777216.0f); }  // (0, 1)
+  float normal() { return std::sqrt(-2.0f * std::log(uniform())) * std::cos(6.2831853f * uniform()); }
+
+ private:
+  uint64_t s_;
+};
+
+bool endsWith(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Values of a non-matrix parameter (norms, biases, Qwen3.5 GDN parameters), by name.
+void fillVector(const ParamSpec& p, Rng& rng, std::vector<float>& v) {
+  v.resize(p.rows * p.cols);
+  for (float& x : v) {
+    if (p.kind == ParamKind::kConv)
+      x = 0.3f * rng.normal();
+    else if (endsWith(p.name, "A_log"))
+      x = std::log(1.0f + 15.0f * rng.uniform());
+    else if (endsWith(p.name, "dt_bias"))
+      x = 1.0f + 0.3f * rng.normal();
+    else if (endsWith(p.name, ".bias"))
+      x = 0.05f * rng.normal();
+    else
+      x = 1.0f + 0.1f * rng.normal();  // every norm weight (Qwen3.5 (1+w) norms: the stored w+1)
+  }
+}
+
+struct Preset {
+  std::string_view name;
+  Arch arch;
+  int hidden, intermediate, layers, heads, kv_heads, head_dim, vocab;
+};
+constexpr Preset kPresets[] = {
+    {"qwen3-0.6b", Arch::kQwen3, 1024, 3072, 28, 16, 8, 128, 151936},
+    {"llama-3.2-1b", Arch::kLlama, 2048, 8192, 16, 32, 8, 64, 128256},
+    {"qwen2.5-1.5b", Arch::kQwen2, 1536, 8960, 28, 12, 2, 128, 151936},
+    {"qwen3.5-0.8b", Arch::kQwen3_5, 1024, 3584, 24, 8, 2, 256, 248320},
+    {"qwen3.5-2b", Arch::kQwen3_5, 2048, 6144, 24, 8, 2, 256, 248320},
+};
+
+// Random packed codes for one row (codes 0..2*max_int, padding codes 0).
+void randomCodeRow(const QuantSpec& s, int64_t cols, Rng& rng, uint32_t* words, int64_t nwords) {
+  const uint32_t mask = (1u << s.bits) - 1, top = 2u * s.max_int;
+  for (int64_t wi = 0; wi < nwords; ++wi) {
+    int64_t g = wi / s.words_per_group, inGroup = (wi % s.words_per_group) * s.elems_per_word;
+    int64_t first = g * s.group_size + inGroup;
+    int64_t valid = std::clamp<int64_t>(cols - first, 0, s.elems_per_word);
+    uint64_t r = rng.next();
+    uint32_t w = 0;
+    for (int64_t e = 0; e < valid; ++e) {
+      uint32_t code = (uint32_t)(r >> (e * s.bits)) & mask;
+      if (code > top) code = (uint32_t)s.max_int;
+      w |= code << (e * s.bits);
+    }
+    words[wi] = w;
+  }
+}
+
+Status streamMatrixParam(ShardWriter& w, const ParamSpec& p, const QuantSpec& s, Rng& rng) {
+  const int64_t n = p.rows * p.cols;
+  uint64_t nbytes =
+      p.kind == ParamKind::kQWeight ? (uint64_t)p.shape[0] * p.shape[1] * 4 : (uint64_t)p.shape[0] * p.shape[1] * 2;
+  EWGPU_TRY(w.begin(p.name, p.shape, p.dtype, nbytes));
+  if (p.kind == ParamKind::kQWeight) {
+    std::vector<uint32_t> row(p.shape[1]);
+    for (int64_t r = 0; r < p.rows; ++r) {
+      randomCodeRow(s, p.cols, rng, row.data(), (int64_t)row.size());
+      EWGPU_TRY(w.write(row.data(), row.size() * 4));
+    }
+  } else {
+    // Scales: a N(0, 0.02) weight has max|w| over a group of about 2.5 sigma; dense weights: N(0, 0.02)-like.
+    int64_t count = p.kind == ParamKind::kQScale ? p.shape[0] * p.shape[1] : n;
+    std::vector<float> buf(1 << 16);
+    for (int64_t i = 0; i < count; i += (int64_t)buf.size()) {
+      size_t m = (size_t)std::min<int64_t>((int64_t)buf.size(), count - i);
+      for (size_t k = 0; k < m; ++k)
+        buf[k] = p.kind == ParamKind::kQScale ? (0.05f / s.max_int) * (0.75f + 0.5f * rng.uniform())
+                                              : 0.0346f * (2.0f * rng.uniform() - 1.0f);
+      EWGPU_TRY(writeFloatValues(w, p.dtype, buf.data(), m));
+    }
+  }
+  return w.end();
+}
+
+// Real-shape writer: tensor by tensor, never holding a matrix in f32.
+Status streamRandomFolder(const ModelConfig& c, uint64_t seed, const std::string& out_dir,
+                          const std::string& tokenizer_path) {
+  EWGPU_TRY(makeDirs(out_dir));
+  ShardWriter w(out_dir);
+  Rng rng(seed);
+  QuantSpec s = quantSpec(c.quant);
+  std::vector<float> v;
+  for (const ParamSpec& p : expectedParams(c)) {
+    if (p.kind == ParamKind::kVector || p.kind == ParamKind::kConv) {
+      fillVector(p, rng, v);
+      EWGPU_TRY(w.begin(p.name, p.shape, p.dtype, v.size() * 2));
+      EWGPU_TRY(writeFloatValues(w, p.dtype, v.data(), v.size()));
+      EWGPU_TRY(w.end());
+    } else {
+      EWGPU_TRY(streamMatrixParam(w, p, s, rng));
+    }
+  }
+  return finishMlcFolder(out_dir, c, w, tokenizer_path);
+}
+
+}  // namespace
+
+Status applyShapePreset(TinyModelSpec& spec, std::string_view shape) {
+  for (const Preset& p : kPresets) {
+    if (p.name != shape) continue;
+    spec.shape = std::string(shape);
+    spec.arch = p.arch;
+    spec.hidden = p.hidden;
+    spec.intermediate = p.intermediate;
+    spec.n_layers = p.layers;
+    spec.n_heads = p.heads;
+    spec.n_kv_heads = p.kv_heads;
+    spec.head_dim = p.head_dim;
+    spec.vocab = p.vocab;
+    spec.tie_embeddings = true;
+    spec.lin_k_heads = spec.lin_v_heads = 16;
+    spec.lin_k_dim = spec.lin_v_dim = 128;
+    spec.lin_conv_kernel = 4;
+    spec.full_attention_interval = 4;
+    return {};
+  }
+  return makeError(ErrorCode::kBadRequest, "unknown shape preset " + std::string(shape),
+                   {{"shape", std::string(shape)},
+                    {"known", {"qwen3-0.6b", "llama-3.2-1b", "qwen2.5-1.5b", "qwen3.5-0.8b", "qwen3.5-2b"}}});
+}
+
+ModelConfig tinyModelConfig(const TinyModelSpec& spec, int tokenizer_vocab) {
+  ModelConfig c;
+  c.arch = spec.arch;
+  c.model_type = std::string(archName(spec.arch));
+  c.quant = spec.quant;
+  bool q35 = spec.arch == Arch::kQwen3_5;
+  c.hidden = spec.hidden;
+  c.intermediate = spec.intermediate;
+  c.n_layers = spec.n_layers > 0 ? spec.n_layers : (q35 ? 4 : 2);
+  c.n_heads = spec.n_heads;
+  c.n_kv_heads = spec.n_kv_heads;
+  c.head_dim = spec.head_dim > 0 ? spec.head_dim : (q35 ? 32 : 16);
+  int rounded = (tokenizer_vocab + 63) / 64 * 64;
+  c.vocab = spec.vocab > 0 ? spec.vocab : (spec.vocab_from_tokenizer ? tokenizer_vocab : rounded);
+  c.active_vocab = std::min(c.vocab, tokenizer_vocab);
+  bool llamaLike = spec.arch == Arch::kLlama || spec.arch == Arch::kMistral;
+  c.rms_eps = llamaLike ? 1e-5f : 1e-6f;
+  c.rope_theta = spec.arch == Arch::kLlama ? 500000.0 : (q35 ? 1e7 : 1e6);
+  if (spec.arch == Arch::kLlama) c.rope_scaling = RopeScaling{"llama3", 32.0f, 1.0f, 4.0f, 8192};
+  c.tie_embeddings = spec.arch != Arch::kMistral && spec.tie_embeddings;
+  c.qkv_bias = spec.arch == Arch::kQwen2;
+  c.qk_norm = spec.arch == Arch::kQwen3 || q35;
+  if (q35) {
+    c.lin_k_heads = spec.lin_k_heads;
+    c.lin_v_heads = spec.lin_v_heads;
+    c.lin_k_dim = spec.lin_k_dim;
+    c.lin_v_dim = spec.lin_v_dim;
+    c.lin_conv_kernel = spec.lin_conv_kernel;
+    c.full_attention_interval = spec.full_attention_interval;
+    c.partial_rotary_factor = 0.25f;
+  }
+  c.context_window = spec.shape.empty() ? 2048 : 4096;
+  c.prefill_chunk = spec.shape.empty() ? 512 : 2048;
+  c.sliding_window = -1;
+  if (!spec.conv_template.empty()) c.conv_template = convTemplatePreset(spec.conv_template);
+  return c;
+}
+
+WeightMap randomTinyWeights(const ModelConfig& c, uint64_t seed) {
+  WeightMap m;
+  Rng rng(seed);
+  for (const ParamSpec& p : expectedParams(c)) {
+    if (p.kind == ParamKind::kQScale) continue;
+    if (p.kind == ParamKind::kQWeight || p.kind == ParamKind::kWeight) {
+      std::vector<float>& w = m[p.module + ".weight"];
+      w.resize(p.rows * p.cols);
+      for (float& x : w) x = 0.02f * rng.normal();
+    } else {
+      fillVector(p, rng, m[p.name]);
+    }
+  }
+  return m;
+}
+
+Status writeTinyModel(const TinyModelSpec& spec, const std::string& out_dir) {
+  auto tok = readTokenizerFacts(spec.tokenizer_path);
+  if (!tok.ok()) return std::move(tok).error();
+  ModelConfig c = tinyModelConfig(spec, tok->vocab);
+  if (spec.shape.empty())
+    return writeMlcFolder(out_dir, c, randomTinyWeights(c, spec.seed), c.quant, spec.tokenizer_path);
+  c = finalizeWriterConfig(std::move(c), *tok);
+  return streamRandomFolder(c, spec.seed, out_dir, spec.tokenizer_path);
+}
+
+}  // namespace ewgpu

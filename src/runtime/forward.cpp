@@ -1,0 +1,325 @@
+#include "runtime/forward.h"
+
+#include "model/reference_ops.h"
+
+#include <cmath>
+
+namespace ewgpu {
+namespace {
+
+using kernels::Epilogue;
+using kernels::GemvConfig;
+
+#define EWGPU_ASSIGN(lhs, expr)                        \
+  do {                                                 \
+    auto ewgpu_r_ = (expr);                            \
+    if (!ewgpu_r_) return std::move(ewgpu_r_).error(); \
+    lhs = std::move(*ewgpu_r_);                        \
+  } while (0)
+
+kernels::GdnDims gdnDims(const ModelConfig& c) {
+  kernels::GdnDims d;
+  d.nk = c.lin_k_heads;
+  d.nv = c.lin_v_heads;
+  d.kd = c.lin_k_dim;
+  d.vd = c.lin_v_dim;
+  d.ks = c.lin_conv_kernel;
+  d.eps = c.rms_eps;
+  return d;
+}
+
+uint32_t attnWidth(const ModelConfig& c) {
+  return ((c.arch == Arch::kQwen3_5 ? 2u : 1u) * c.n_heads + 2u * c.n_kv_heads) * c.head_dim;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Forward>> Forward::create(gpu::Context& ctx, const GpuModel& model, const ForwardOptions& o) {
+  std::unique_ptr<Forward> f(new Forward(ctx, model, o));
+  const ModelConfig& c = model.config;
+  if (o.max_batch < 1 || o.max_batch > 8)
+    return makeError(ErrorCode::kBadRequest, "max_batch must be 1..8", {{"max_batch", o.max_batch}});
+  f->ctx_len_ = o.context ? o.context : (uint32_t)std::max(c.context_window, 1);
+  f->chunk_ = o.prefill_chunk ? o.prefill_chunk : (uint32_t)std::clamp(c.prefill_chunk, 16, 1024);
+  f->chunk_ = std::min(f->chunk_, f->ctx_len_);
+  if (c.hidden % 32 || c.head_dim % 4 || c.head_dim > 256)
+    return makeError(ErrorCode::kInvalidModelFolder, "unsupported dimensions for the GPU kernels",
+                     {{"hidden", c.hidden}, {"head_dim", c.head_dim}, {"problem", "hidden % 32 or head_dim > 256"}});
+  EWGPU_TRY(f->createBuffers());
+  EWGPU_TRY(f->createDecodeOps());
+  EWGPU_TRY(f->createPrefillOps());
+  return f;
+}
+
+Result<gpu::Buffer> Forward::buffer(uint64_t bytes, const char* label, uint64_t* counter) {
+  if (counter) *counter += bytes;
+  return ctx_.createBuffer(std::max<uint64_t>(bytes, 16), gpu::BufferKind::kStorage, label);
+}
+
+Status Forward::createBuffers() {
+  const ModelConfig& c = model_.config;
+  const uint64_t B = opts_.max_batch, T = chunk_, H = c.hidden, V = c.vocab;
+  const uint64_t qd = (uint64_t)c.n_heads * c.head_dim;
+  kernels::GdnDims gd = gdnDims(c);
+  const uint64_t mixw = std::max<uint64_t>(qd, c.arch == Arch::kQwen3_5 ? gd.outWidth() : 0);
+  const uint64_t projw = c.arch == Arch::kQwen3_5 ? gd.projWidth() : 1, prepw = c.arch == Arch::kQwen3_5 ? gd.prepWidth() : 1;
+  uint64_t* act = &stats_.activation_bytes;
+  EWGPU_ASSIGN(rows_, buffer(B * kRowWords * 4, "rows", nullptr));
+  EWGPU_ASSIGN(params_, buffer(B * kParamWords * 4, "params", nullptr));
+  EWGPU_ASSIGN(counts_, buffer((uint64_t)opts_.slots * V * 4, "counts", act));
+  EWGPU_ASSIGN(out_, buffer(B * opts_.max_steps * kOutWords * 4, "out", nullptr));
+  EWGPU_ASSIGN(logits_, buffer(B * V * 4, "logits", act));
+  EWGPU_ASSIGN(hidden_, buffer(B * H * 4, "hidden", act));
+  EWGPU_ASSIGN(qkv_, buffer(B * attnWidth(c) * 4, "qkv", act));
+  EWGPU_ASSIGN(proj_, buffer(B * projw * 4, "proj", act));
+  EWGPU_ASSIGN(q_, buffer(B * qd * 4, "q", act));
+  EWGPU_ASSIGN(mix_, buffer(B * mixw * 4, "mix", act));
+  EWGPU_ASSIGN(act_, buffer(B * c.intermediate * 4, "act", act));
+  EWGPU_ASSIGN(prep_, buffer(B * prepw * 4, "prep", act));
+  EWGPU_ASSIGN(prows_, buffer(kRowWords * 4, "prefill-rows", nullptr));
+  EWGPU_ASSIGN(pmeta_, buffer(16, "prefill-meta", nullptr));
+  EWGPU_ASSIGN(pids_, buffer(T * 4, "prefill-ids", act));
+  EWGPU_ASSIGN(pparams_, buffer(kParamWords * 4, "prefill-params", nullptr));
+  EWGPU_ASSIGN(pout_, buffer(kOutWords * 4, "prefill-out", nullptr));
+  EWGPU_ASSIGN(plogits_, buffer(V * 4, "prefill-logits", act));
+  EWGPU_ASSIGN(phidden_, buffer(T * H * 4, "prefill-hidden", act));
+  EWGPU_ASSIGN(pnormed_, buffer(T * H * 4, "prefill-normed", act));
+  EWGPU_ASSIGN(pqkv_, buffer(T * attnWidth(c) * 4, "prefill-qkv", act));
+  EWGPU_ASSIGN(pproj_, buffer(T * projw * 4, "prefill-proj", act));
+  EWGPU_ASSIGN(pq_, buffer(T * qd * 4, "prefill-q", act));
+  EWGPU_ASSIGN(pmix_, buffer(T * mixw * 4, "prefill-mix", act));
+  EWGPU_ASSIGN(pact_, buffer(T * c.intermediate * 4, "prefill-act", act));
+  EWGPU_ASSIGN(pprep_, buffer(T * prepw * 4, "prefill-prep", act));
+  EWGPU_ASSIGN(plast_, buffer(H * 4, "prefill-last", act));
+
+  // RoPE table [ctx, R]: cos then sin of pos * inv_freq, computed in double (Llama-3 scaling included).
+  const int R = c.rotaryDim();
+  std::optional<ref::Llama3Scaling> scaling;
+  if (c.rope_scaling && c.rope_scaling->rope_type == "llama3")
+    scaling = ref::Llama3Scaling{c.rope_scaling->factor, c.rope_scaling->low_freq_factor, c.rope_scaling->high_freq_factor,
+                            c.rope_scaling->original_max_position_embeddings};
+  std::vector<double> inv = ref::ropeInvFreq(R, c.rope_theta, scaling);
+  std::vector<float> table((size_t)ctx_len_ * R);
+  for (uint32_t p = 0; p < ctx_len_; ++p)
+    for (int i = 0; i < R / 2; ++i) {
+      table[(size_t)p * R + i] = (float)std::cos(p * inv[i]);
+      table[(size_t)p * R + R / 2 + i] = (float)std::sin(p * inv[i]);
+    }
+  EWGPU_ASSIGN(rope_, buffer(table.size() * 4, "rope", act));
+  ctx_.write(rope_, 0, table.data(), table.size() * 4);
+
+  for (int l = 0; l < c.n_layers; ++l) {
+    gpu::Buffer kc, vc, cs, st;
+    if (c.isFullAttention(l)) {
+      uint64_t kv = (uint64_t)opts_.slots * c.n_kv_heads * ctx_len_ * c.head_dim * 4;
+      EWGPU_ASSIGN(kc, buffer(kv, "k-cache", &stats_.kv_bytes));
+      EWGPU_ASSIGN(vc, buffer(kv, "v-cache", &stats_.kv_bytes));
+    } else {
+      EWGPU_ASSIGN(cs, buffer(opts_.slots * gd.convStateFloats() * 4, "conv-state", &stats_.state_bytes));
+      EWGPU_ASSIGN(st, buffer(opts_.slots * gd.stateFloats() * 4, "gdn-state", &stats_.state_bytes));
+    }
+    kc_.push_back(std::move(kc));
+    vc_.push_back(std::move(vc));
+    conv_state_.push_back(std::move(cs));
+    state_.push_back(std::move(st));
+  }
+  return ctx_.takeError();
+}
+
+Status Forward::createDecodeOps() {
+  const ModelConfig& c = model_.config;
+  const uint32_t B = opts_.max_batch, D = c.head_dim;
+  const bool gated = c.arch == Arch::kQwen3_5;
+  // Embedding: one dispatch per table chunk, ids from rows[b].token.
+  const GpuMatrix& E = model_.embed;
+  uint32_t start = 0;
+  for (size_t ch = 0; ch < E.w.size(); ++ch) {
+    for (int pass = 0; pass < 2; ++pass) {  // decode (ids = rows) and prefill (ids = uploaded)
+      gpu::Constants k{{"QFMT", (int)E.format}, {"N", E.rows[ch]}, {"H", c.hidden}, {"ROW_START", start},
+                       {"ID_STRIDE", pass == 0 ? kRowWords : 1}, {"ID_OFFSET", pass == 0 ? 4 : 0}};
+      auto kern = ctx_.kernel("embed", k);
+      if (!kern) return std::move(kern).error();
+      const gpu::Buffer& s = E.s.empty() ? E.w[ch] : E.s[ch];
+      auto bg = ctx_.bindGroup(**kern, {{&E.w[ch]}, {&s}, {pass == 0 ? &rows_ : &pids_}, {pass == 0 ? &hidden_ : &phidden_}});
+      if (!bg) return std::move(bg).error();
+      (pass == 0 ? embed_ : pembed_).emplace_back(*kern, std::move(*bg));
+    }
+    start += E.rows[ch];
+  }
+  gpu::Constants attn_k{{"D", D}, {"HQ", c.n_heads}, {"HKV", c.n_kv_heads}, {"CTX", ctx_len_},
+                        {"GATED", gated ? 1 : 0}};
+  for (int l = 0; l < c.n_layers; ++l) {
+    const GpuLayer& L = model_.layers[l];
+    LayerOps ops;
+    ops.full = L.full_attention;
+    if (L.full_attention) {
+      ops.attn = std::make_unique<AttnOps>();
+      AttnOps& a = *ops.attn;
+      EWGPU_ASSIGN(a.qkv, kernels::GemvOp::create(ctx_, L.qkv.view(), hidden_, qkv_,
+                                                  {Epilogue::kStore, B, &L.input_norm, c.rms_eps}));
+      gpu::Constants pk = attn_k;
+      pk["R"] = c.rotaryDim();
+      pk["QK_NORM"] = c.qk_norm ? 1 : 0;
+      pk["EPS"] = c.rms_eps;
+      for (int pass = 0; pass < 2; ++pass) {
+        pk["PREFILL"] = pass;
+        auto k = ctx_.kernel("qk_prepare", pk);
+        if (!k) return std::move(k).error();
+        const gpu::Buffer& src = pass ? pqkv_ : qkv_;
+        auto bg = ctx_.bindGroup(**k, {{&src}, {pass ? &prows_ : &rows_}, {&rope_}, {&L.qk_norm}, {pass ? &pq_ : &q_},
+                                       {&kc_[l]}, {&vc_[l]}});
+        if (!bg) return std::move(bg).error();
+        (pass ? a.pprep : a.prep) = *k;
+        (pass ? a.pprep_bg : a.prep_bg) = std::move(*bg);
+        gpu::Constants ak = attn_k;
+        ak["PREFILL"] = pass;
+        ak["SCALE"] = 1.0 / std::sqrt((double)D);
+        ak["WINDOW"] = c.sliding_window > 0 ? c.sliding_window : 0;
+        auto k2 = ctx_.kernel("attention", ak);
+        if (!k2) return std::move(k2).error();
+        auto bg2 = ctx_.bindGroup(**k2, {{pass ? &pq_ : &q_}, {pass ? &prows_ : &rows_}, {&kc_[l]}, {&vc_[l]}, {&src},
+                                         {pass ? &pmix_ : &mix_}});
+        if (!bg2) return std::move(bg2).error();
+        (pass ? a.pattn : a.attn) = *k2;
+        (pass ? a.pattn_bg : a.attn_bg) = std::move(*bg2);
+      }
+      EWGPU_ASSIGN(a.o, kernels::GemvOp::create(ctx_, L.o.view(), mix_, hidden_,
+                                                {Epilogue::kResidualAdd, B, nullptr, c.rms_eps, c.n_heads * D}));
+    } else {
+      ops.gdn = std::make_unique<GdnOps>();
+      GdnOps& g = *ops.gdn;
+      kernels::GdnDims gd = gdnDims(c);
+      EWGPU_ASSIGN(g.in, kernels::GemvOp::create(ctx_, L.in_proj.view(), hidden_, proj_,
+                                                 {Epilogue::kStore, B, &L.input_norm, c.rms_eps}));
+      EWGPU_ASSIGN(g.conv, kernels::GdnConvOp::create(ctx_, gd, false,
+                                                      {{&proj_}, {&L.conv_w}, {&L.a_log}, {&L.dt_bias}, {&rows_},
+                                                       {&conv_state_[l]}, {&prep_}}));
+      EWGPU_ASSIGN(g.rec, kernels::GdnRecurrentOp::create(ctx_, gd, {{&prep_}, {&proj_}, {&L.gdn_norm}, {&rows_},
+                                                                     {&state_[l]}, {&mix_}}));
+      EWGPU_ASSIGN(g.out, kernels::GemvOp::create(ctx_, L.out_proj.view(), mix_, hidden_,
+                                                  {Epilogue::kResidualAdd, B, nullptr, c.rms_eps, gd.outWidth()}));
+    }
+    EWGPU_ASSIGN(ops.up, kernels::GemvOp::create(ctx_, L.gate_up.view(), hidden_, act_,
+                                                 {Epilogue::kSwiGlu, B, &L.post_norm, c.rms_eps}));
+    EWGPU_ASSIGN(ops.down, kernels::GemvOp::create(ctx_, L.down.view(), act_, hidden_, {Epilogue::kResidualAdd, B}));
+    layers_.push_back(std::move(ops));
+  }
+  EWGPU_ASSIGN(lm_head_, kernels::GemvOp::create(ctx_, model_.logitsMatrix().view(), hidden_, logits_,
+                                                 {Epilogue::kStore, B, &model_.final_norm, c.rms_eps}));
+  EWGPU_ASSIGN(plm_head_, kernels::GemvOp::create(ctx_, model_.logitsMatrix().view(), plast_, plogits_,
+                                                  {Epilogue::kStore, 1, &model_.final_norm, c.rms_eps}));
+  for (int pass = 0; pass < 2; ++pass) {
+    gpu::Constants sk{{"V", c.vocab}, {"KMAX", pass ? 1 : opts_.max_steps}, {"ADVANCE_POS", pass ? 0 : 1}};
+    auto k = ctx_.kernel("sample", sk);
+    if (!k) return std::move(k).error();
+    auto bg = pass ? ctx_.bindGroup(**k, {{&plogits_}, {&pparams_}, {&counts_}, {&prows_}, {&pout_}})
+                   : ctx_.bindGroup(**k, {{&logits_}, {&params_}, {&counts_}, {&rows_}, {&out_}});
+    if (!bg) return std::move(bg).error();
+    (pass ? psample_ : sample_) = *k;
+    (pass ? psample_bg_ : sample_bg_) = std::move(*bg);
+  }
+  // Dispatches per decode step (for benchmarks).
+  uint32_t n = (uint32_t)embed_.size() + lm_head_.dispatches() + 1;
+  for (const auto& L : layers_) {
+    n += L.up.dispatches() + L.down.dispatches();
+    if (L.full) n += L.attn->qkv.dispatches() + 2 + L.attn->o.dispatches();
+    else n += L.gdn->in.dispatches() + L.gdn->conv.dispatchCount() + 1 + L.gdn->out.dispatches();
+  }
+  stats_.decode_dispatches = n;
+  return {};
+}
+
+Status Forward::createPrefillOps() {
+  const ModelConfig& c = model_.config;
+  const uint32_t T = chunk_;
+  for (int l = 0; l < c.n_layers; ++l) {
+    const GpuLayer& L = model_.layers[l];
+    LayerOps& ops = layers_[l];
+    if (L.full_attention) {
+      AttnOps& a = *ops.attn;
+      EWGPU_ASSIGN(a.pnorm, kernels::RmsNormOp::create(ctx_, phidden_, L.input_norm, pnormed_, pmeta_, c.hidden,
+                                                       c.rms_eps, T));
+      EWGPU_ASSIGN(a.pqkv, kernels::GemmOp::create(ctx_, L.qkv.view(), pnormed_, pqkv_, pmeta_, Epilogue::kStore, T));
+      EWGPU_ASSIGN(a.po, kernels::GemmOp::create(ctx_, L.o.view(), pmix_, phidden_, pmeta_, Epilogue::kResidualAdd, T));
+    } else {
+      GdnOps& g = *ops.gdn;
+      kernels::GdnDims gd = gdnDims(c);
+      EWGPU_ASSIGN(g.pnorm, kernels::RmsNormOp::create(ctx_, phidden_, L.input_norm, pnormed_, pmeta_, c.hidden,
+                                                       c.rms_eps, T));
+      EWGPU_ASSIGN(g.pin, kernels::GemmOp::create(ctx_, L.in_proj.view(), pnormed_, pproj_, pmeta_, Epilogue::kStore, T));
+      EWGPU_ASSIGN(g.pconv, kernels::GdnConvOp::create(ctx_, gd, true,
+                                                       {{&pproj_}, {&L.conv_w}, {&L.a_log}, {&L.dt_bias}, {&pmeta_},
+                                                        {&conv_state_[l]}, {&pprep_}}));
+      EWGPU_ASSIGN(g.pmix, kernels::GdnPrefillOp::create(ctx_, gd, T, {{&pprep_}, {&pproj_}, {&L.gdn_norm}, {&pmeta_},
+                                                                       {&state_[l]}, {&pmix_}}));
+      EWGPU_ASSIGN(g.pout, kernels::GemmOp::create(ctx_, L.out_proj.view(), pmix_, phidden_, pmeta_,
+                                                   Epilogue::kResidualAdd, T));
+    }
+    EWGPU_ASSIGN(ops.ppost, kernels::RmsNormOp::create(ctx_, phidden_, L.post_norm, pnormed_, pmeta_, c.hidden,
+                                                       c.rms_eps, T));
+    EWGPU_ASSIGN(ops.pup, kernels::GemmOp::create(ctx_, L.gate_up.view(), pnormed_, pact_, pmeta_, Epilogue::kSwiGlu, T));
+    EWGPU_ASSIGN(ops.pdown, kernels::GemmOp::create(ctx_, L.down.view(), pact_, phidden_, pmeta_,
+                                                    Epilogue::kResidualAdd, T));
+  }
+  return {};
+}
+
+void Forward::recordDecodeStep(gpu::Recorder& rec) const {
+  const ModelConfig& c = model_.config;
+  const uint32_t B = opts_.max_batch;
+  for (const auto& [k, bg] : embed_) rec.dispatch(*k, bg, B);
+  for (const auto& L : layers_) {
+    if (L.full) {
+      const AttnOps& a = *L.attn;
+      a.qkv.record(rec);
+      rec.dispatch(*a.prep, a.prep_bg, c.n_heads + c.n_kv_heads, B);
+      rec.dispatch(*a.attn, a.attn_bg, c.n_heads, B);
+      a.o.record(rec);
+    } else {
+      const GdnOps& g = *L.gdn;
+      g.in.record(rec);
+      g.conv.record(rec, B);
+      g.rec.record(rec, B);
+      g.out.record(rec);
+    }
+    L.up.record(rec);
+    L.down.record(rec);
+  }
+  lm_head_.record(rec);
+  rec.dispatch(*sample_, sample_bg_, B);
+}
+
+void Forward::recordPrefillChunk(gpu::Recorder& rec, uint32_t tokens, bool last, uint32_t decode_row) const {
+  const ModelConfig& c = model_.config;
+  for (const auto& [k, bg] : pembed_) rec.dispatch(*k, bg, tokens);
+  for (const auto& L : layers_) {
+    if (L.full) {
+      const AttnOps& a = *L.attn;
+      a.pnorm.record(rec, tokens);
+      a.pqkv.record(rec, tokens);
+      rec.dispatch(*a.pprep, a.pprep_bg, c.n_heads + c.n_kv_heads, tokens);
+      rec.dispatch(*a.pattn, a.pattn_bg, c.n_heads, tokens);
+      a.po.record(rec, tokens);
+    } else {
+      const GdnOps& g = *L.gdn;
+      g.pnorm.record(rec, tokens);
+      g.pin.record(rec, tokens);
+      g.pconv.record(rec, tokens);
+      g.pmix.record(rec, tokens);
+      g.pout.record(rec, tokens);
+    }
+    L.ppost.record(rec, tokens);
+    L.pup.record(rec, tokens);
+    L.pdown.record(rec, tokens);
+  }
+  if (!last) return;
+  const uint64_t H4 = (uint64_t)c.hidden * 4;
+  rec.copy(phidden_, (tokens - 1) * H4, plast_, 0, H4);
+  plm_head_.record(rec);
+  rec.dispatch(*psample_, psample_bg_, 1);
+  // The first generated token and the row's counters (active, generated, token; finish) go to the decode row.
+  rec.copy(prows_, 2 * 4, rows_, ((uint64_t)decode_row * kRowWords + 2) * 4, 3 * 4);
+  rec.copy(prows_, 6 * 4, rows_, ((uint64_t)decode_row * kRowWords + 6) * 4, 4);
+}
+
+}  // namespace ewgpu

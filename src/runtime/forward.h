@@ -1,0 +1,122 @@
+// The forward pass as recorded GPU work. Forward owns every activation buffer, the KV cache and recurrent state
+// (per sequence slot), the sampling buffers and all kernel ops (pipelines and bind groups made once here), and
+// records two kinds of work into a Recorder:
+//   - one decode step for the batch rows [0, max_batch): embed the token each row sampled last (still on the GPU)
+//     at the row's position, all layers, final norm + lm_head, sample. K steps are recorded back to back with no
+//     CPU round trip; the rows buffer carries slot, position, activity and the sampled token between them.
+//   - one prefill chunk of T tokens of the sequence described by the prefill row (its own rows buffer), with
+//     GEMMs instead of GEMVs; the last chunk also computes the last token's logits, samples the first generated
+//     token and copies it into the sequence's decode row.
+// Rows layout (u32 × 8): slot, pos, active, generated, token, out_index, finish, reserved (kernels/sampling.h).
+#pragma once
+
+#include "gpu/context.h"
+#include "gpu/recorder.h"
+#include "kernels/gdn.h"
+#include "kernels/gemv_op.h"
+#include "kernels/linear.h"
+#include "model/gpu_model.h"
+
+#include <memory>
+#include <vector>
+
+namespace ewgpu {
+
+struct ForwardOptions {
+  uint32_t max_batch = 1;      // decode rows recorded per step (1..8)
+  uint32_t slots = 1;          // sequences with their own KV cache / recurrent state
+  uint32_t context = 0;        // positions per slot (0: the model's context window)
+  uint32_t prefill_chunk = 0;  // tokens per prefill chunk (0: the model's prefill_chunk_size, at most 1024)
+  uint32_t max_steps = 16;     // decode steps per submission the output ring holds (K max)
+};
+
+struct ForwardStats {
+  uint32_t decode_dispatches = 0;  // per decode step
+  uint64_t kv_bytes = 0, state_bytes = 0, activation_bytes = 0;
+};
+
+class Forward {
+ public:
+  static constexpr uint32_t kRowWords = 8;
+  static constexpr uint32_t kParamWords = 64;
+  static constexpr uint32_t kOutWords = 44;
+
+  static Result<std::unique_ptr<Forward>> create(gpu::Context& ctx, const GpuModel& model, const ForwardOptions& o);
+
+  void recordDecodeStep(gpu::Recorder& rec) const;
+  // `tokens` ids must already be in prefillIds(), the prefill row and meta written (see Generator).
+  void recordPrefillChunk(gpu::Recorder& rec, uint32_t tokens, bool last, uint32_t decode_row) const;
+
+  const ForwardOptions& options() const { return opts_; }
+  const ForwardStats& stats() const { return stats_; }
+  const GpuModel& model() const { return model_; }
+
+  // Buffers the generator writes/reads.
+  const gpu::Buffer& rows() const { return rows_; }            // [max_batch, 8]
+  const gpu::Buffer& params() const { return params_; }        // [max_batch, 64]
+  const gpu::Buffer& counts() const { return counts_; }        // [slots, vocab]
+  const gpu::Buffer& out() const { return out_; }              // [max_batch, max_steps, 44]
+  const gpu::Buffer& logits() const { return logits_; }        // [max_batch, vocab]
+  const gpu::Buffer& prefillRows() const { return prows_; }    // [1, 8]
+  const gpu::Buffer& prefillMeta() const { return pmeta_; }    // [T, slot]
+  const gpu::Buffer& prefillIds() const { return pids_; }      // [chunk]
+  const gpu::Buffer& prefillParams() const { return pparams_; }
+  const gpu::Buffer& prefillOut() const { return pout_; }      // [1, 1, 44]
+  const gpu::Buffer& prefillLogits() const { return plogits_; }  // [1, vocab]
+  const gpu::Buffer& hidden() const { return hidden_; }        // [max_batch, H] (tests)
+  const gpu::Buffer& prefillHidden() const { return phidden_; }  // [chunk, H] (tests)
+
+ private:
+  struct AttnOps {
+    kernels::GemvOp qkv, o;
+    const gpu::Kernel *prep = nullptr, *attn = nullptr;
+    gpu::BindGroup prep_bg, attn_bg;
+    // prefill
+    kernels::RmsNormOp pnorm;
+    kernels::GemmOp pqkv, po;
+    const gpu::Kernel *pprep = nullptr, *pattn = nullptr;
+    gpu::BindGroup pprep_bg, pattn_bg;
+  };
+  struct GdnOps {
+    kernels::GemvOp in, out;
+    kernels::GdnConvOp conv;
+    kernels::GdnRecurrentOp rec;
+    kernels::RmsNormOp pnorm;
+    kernels::GemmOp pin, pout;
+    kernels::GdnConvOp pconv;
+    kernels::GdnPrefillOp pmix;
+  };
+  struct LayerOps {
+    bool full = true;
+    std::unique_ptr<AttnOps> attn;
+    std::unique_ptr<GdnOps> gdn;
+    kernels::GemvOp up, down;
+    kernels::RmsNormOp ppost;
+    kernels::GemmOp pup, pdown;
+  };
+
+  Forward(gpu::Context& ctx, const GpuModel& m, const ForwardOptions& o) : ctx_(ctx), model_(m), opts_(o) {}
+  Status createBuffers();
+  Status createDecodeOps();
+  Status createPrefillOps();
+  Result<gpu::Buffer> buffer(uint64_t bytes, const char* label, uint64_t* counter);
+
+  gpu::Context& ctx_;
+  const GpuModel& model_;
+  ForwardOptions opts_;
+  ForwardStats stats_;
+  uint32_t chunk_ = 0, ctx_len_ = 0;
+
+  gpu::Buffer rows_, params_, counts_, out_, logits_, hidden_, qkv_, proj_, q_, mix_, act_, prep_;
+  gpu::Buffer prows_, pmeta_, pids_, pparams_, pout_, plogits_, phidden_, pnormed_, pqkv_, pproj_, pq_, pmix_, pact_,
+      pprep_, plast_;
+  gpu::Buffer rope_;
+  std::vector<gpu::Buffer> kc_, vc_, conv_state_, state_;  // per layer (empty where not used)
+  std::vector<LayerOps> layers_;
+  std::vector<std::pair<const gpu::Kernel*, gpu::BindGroup>> embed_, pembed_;
+  kernels::GemvOp lm_head_, plm_head_;
+  const gpu::Kernel *sample_ = nullptr, *psample_ = nullptr;
+  gpu::BindGroup sample_bg_, psample_bg_;
+};
+
+}  // namespace ewgpu

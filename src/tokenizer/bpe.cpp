@@ -1,0 +1,326 @@
+// BPE model: loading (vocab, merges in "a b" or ["a","b"] form, byte alphabet) and the merge loop.
+// Short words use a linear scan for the best pair; long words (SentencePiece-style files send whole
+// sentences as one word) use a min-heap of candidate merges over a linked list of symbols.
+#include "tokenizer/bpe.h"
+
+#include "tokenizer/utf8.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <queue>
+
+namespace ewgpu {
+
+namespace {
+constexpr size_t kSmallWord = 24;         // symbols; at or below this the linear scan is faster
+constexpr size_t kMaxCachedWord = 128;    // bytes; longer words rarely repeat
+constexpr size_t kMaxCacheEntries = 1 << 18;
+
+Error modelError(std::string problem) {
+  return makeError(ErrorCode::kBadRequest, std::move(problem));
+}
+}  // namespace
+
+const ByteLevelAlphabet& ByteLevelAlphabet::get() {
+  static const ByteLevelAlphabet a = [] {
+    ByteLevelAlphabet r;
+    r.codepointToByte.fill(-1);
+    uint32_t next = 256;
+    for (uint32_t b = 0; b < 256; ++b) {
+      const bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
+      r.byteToCodepoint[b] = printable ? b : next++;
+      r.codepointToByte[r.byteToCodepoint[b]] = static_cast<int16_t>(b);
+    }
+    return r;
+  }();
+  return a;
+}
+
+bool ByteLevelAlphabet::decode(std::string_view token, std::string& bytes) const {
+  bytes.clear();
+  for (size_t i = 0; i < token.size();) {
+    size_t len = 0;
+    const uint32_t cp = utf8::decodeAt(token, i, &len);
+    i += len;
+    if (cp >= codepointToByte.size() || codepointToByte[cp] < 0) return false;
+    bytes += static_cast<char>(codepointToByte[cp]);
+  }
+  return true;
+}
+
+void MergeTable::reserve(size_t n) {
+  size_t cap = 16;
+  while (cap < n * 2) cap <<= 1;
+  keys_.assign(cap, kEmpty);
+  values_.assign(cap, Merge{});
+  mask_ = cap - 1;
+  size_ = 0;
+}
+
+void MergeTable::insert(int32_t left, int32_t right, Merge m) {
+  const uint64_t key = pack(left, right);
+  for (size_t i = hash(key) & mask_;; i = (i + 1) & mask_) {
+    if (keys_[i] == key) return;  // keep the first (lowest) rank of a duplicated merge
+    if (keys_[i] == kEmpty) {
+      keys_[i] = key;
+      values_[i] = m;
+      ++size_;
+      return;
+    }
+  }
+}
+
+Result<BpeModel> BpeModel::fromJson(const nlohmann::json& model, bool byteLevel) {
+  if (!model.is_object() || model.value("type", "BPE") != "BPE")
+    return modelError("model.type is not BPE (only BPE models are supported)");
+  if (!model.contains("vocab") || !model["vocab"].is_object()) return modelError("model.vocab is missing");
+  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
+    if (model.contains(key) && model[key].is_string() && !model[key].get<std::string>().empty())
+      return modelError(std::string("model.") + key + " is not supported");
+  }
+  BpeModel m;
+  m.byteLevel_ = byteLevel;
+  m.byteFallback_ = model.value("byte_fallback", false);
+  m.fuseUnk_ = model.value("fuse_unk", false);
+  m.ignoreMerges_ = model.value("ignore_merges", false);
+
+  const auto& vocab = model["vocab"];
+  m.vocab_.reserve(vocab.size());
+  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
+    if (!it.value().is_number_integer()) return modelError("model.vocab has a non-integer id");
+    const int64_t id = it.value().get<int64_t>();
+    if (id < 0 || id > (1 << 24)) return modelError("model.vocab id out of range");
+    m.vocab_.emplace(it.key(), static_cast<int32_t>(id));
+    if (m.idToToken_.size() <= static_cast<size_t>(id)) m.idToToken_.resize(id + 1);
+    m.idToToken_[id] = it.key();
+  }
+  if (model.contains("unk_token") && model["unk_token"].is_string()) {
+    auto u = m.vocab_.find(model["unk_token"].get<std::string>());
+    if (u != m.vocab_.end()) m.unkId_ = u->second;
+  }
+  m.byteIds_.fill(-1);
+  m.fallbackIds_.fill(-1);
+  if (byteLevel) {
+    const auto& alpha = ByteLevelAlphabet::get();
+    std::string bytes;
+    m.byteVocab_.reserve(m.vocab_.size());
+    for (const auto& [tok, id] : m.vocab_) {
+      if (alpha.decode(tok, bytes)) m.byteVocab_.emplace(bytes, id);
+    }
+    for (int b = 0; b < 256; ++b) {
+      auto it = m.byteVocab_.find(std::string(1, static_cast<char>(b)));
+      if (it != m.byteVocab_.end()) m.byteIds_[b] = it->second;
+    }
+  }
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof(name), "<0x%02X>", b);
+    auto it = m.vocab_.find(std::string_view(name));
+    if (it != m.vocab_.end()) m.fallbackIds_[b] = it->second;
+  }
+  EWGPU_TRY(m.loadMerges(model.value("merges", nlohmann::json::array())));
+  if (!byteLevel) m.collectCharPairs();
+  return m;
+}
+
+Status BpeModel::loadMerges(const nlohmann::json& merges) {
+  if (!merges.is_array()) return modelError("model.merges is not an array");
+  merges_.reserve(merges.size());
+  std::string joined;
+  int32_t rank = 0;
+  for (const auto& mj : merges) {
+    std::string_view a, b;
+    std::string s;
+    if (mj.is_string()) {
+      s = mj.get<std::string>();
+      const size_t sp = s.find(' ');
+      if (sp == std::string::npos) return modelError("model.merges entry without a space: " + s);
+      a = std::string_view(s).substr(0, sp);
+      b = std::string_view(s).substr(sp + 1);
+      const size_t sp2 = b.find(' ');
+      if (sp2 != std::string_view::npos) b = b.substr(0, sp2);
+    } else if (mj.is_array() && mj.size() == 2 && mj[0].is_string() && mj[1].is_string()) {
+      a = mj[0].get_ref<const std::string&>();
+      b = mj[1].get_ref<const std::string&>();
+    } else {
+      return modelError("model.merges entry is neither \"a b\" nor [a, b]");
+    }
+    joined.assign(a);
+    joined.append(b);
+    auto ia = vocab_.find(a), ib = vocab_.find(b), ij = vocab_.find(joined);
+    // A merge whose parts or result are missing from the vocab can never apply: skip it.
+    if (ia != vocab_.end() && ib != vocab_.end() && ij != vocab_.end())
+      merges_.insert(ia->second, ib->second, {rank, ij->second});
+    ++rank;
+  }
+  return {};
+}
+
+void BpeModel::collectCharPairs() {
+  std::vector<std::pair<uint32_t, uint32_t>> pairs;
+  for (const auto& tok : idToToken_) {
+    uint32_t prev = 0;
+    for (size_t i = 0; i < tok.size();) {
+      size_t len = 0;
+      const uint32_t cp = utf8::decodeAt(tok, i, &len);
+      if (i > 0) pairs.emplace_back(prev, cp);
+      prev = cp;
+      i += len;
+    }
+  }
+  charPairs_.reserve(pairs.size());
+  for (const auto& [a, b] : pairs) charPairs_.insert(static_cast<int32_t>(a), static_cast<int32_t>(b), {0, 0});
+}
+
+void BpeModel::initialSymbols(std::string_view word, std::vector<Symbol>& syms) const {
+  syms.clear();
+  auto push = [&](int32_t id) {
+    const auto n = static_cast<int32_t>(syms.size());
+    syms.push_back({id, n - 1, n + 1});
+  };
+  if (byteLevel_) {
+    for (char c : word) {
+      const int32_t id = byteIds_[static_cast<uint8_t>(c)];
+      if (id >= 0) push(id);
+      else if (unkId_ >= 0) push(unkId_);
+    }
+  } else {
+    bool lastWasUnk = false;
+    for (size_t i = 0; i < word.size();) {
+      const size_t len = std::min(utf8::leadLength(static_cast<uint8_t>(word[i])), word.size() - i);
+      const std::string_view ch = word.substr(i, len);
+      i += len;
+      auto it = vocab_.find(ch);
+      if (it != vocab_.end()) {
+        push(it->second);
+        lastWasUnk = false;
+        continue;
+      }
+      bool allBytes = byteFallback_;
+      for (char c : ch) allBytes = allBytes && fallbackIds_[static_cast<uint8_t>(c)] >= 0;
+      if (allBytes) {
+        for (char c : ch) push(fallbackIds_[static_cast<uint8_t>(c)]);
+        lastWasUnk = false;
+      } else if (unkId_ >= 0) {
+        if (!(fuseUnk_ && lastWasUnk)) push(unkId_);
+        lastWasUnk = true;
+      }
+    }
+  }
+  if (!syms.empty()) syms.back().next = -1;
+}
+
+void BpeModel::mergeSmall(std::vector<Symbol>& syms) const {
+  // Symbols stay contiguous here: merging erases the right symbol.
+  for (;;) {
+    int32_t bestRank = INT32_MAX, bestId = -1;
+    size_t bestPos = 0;
+    for (size_t i = 0; i + 1 < syms.size(); ++i) {
+      const auto* m = merges_.find(syms[i].id, syms[i + 1].id);
+      if (m && m->rank < bestRank) {
+        bestRank = m->rank;
+        bestId = m->id;
+        bestPos = i;
+      }
+    }
+    if (bestId < 0) return;
+    syms[bestPos].id = bestId;
+    syms.erase(syms.begin() + static_cast<long>(bestPos) + 1);
+  }
+}
+
+void BpeModel::mergeHeap(std::vector<Symbol>& syms) const {
+  struct Candidate {
+    int32_t rank, pos, id;
+    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+  };
+  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> heap;
+  auto consider = [&](int32_t pos) {
+    const int32_t next = syms[pos].next;
+    if (next < 0) return;
+    if (const auto* m = merges_.find(syms[pos].id, syms[next].id)) heap.push({m->rank, pos, m->id});
+  };
+  for (int32_t i = 0; i + 1 < static_cast<int32_t>(syms.size()); ++i) consider(i);
+  while (!heap.empty()) {
+    const Candidate c = heap.top();
+    heap.pop();
+    Symbol& left = syms[c.pos];
+    if (left.id < 0 || left.next < 0) continue;
+    Symbol& right = syms[left.next];
+    const auto* m = merges_.find(left.id, right.id);
+    if (!m || m->id != c.id) continue;  // stale: one side changed since this candidate was queued
+    left.id = c.id;
+    right.id = -1;
+    left.next = right.next;
+    if (left.next >= 0) syms[left.next].prev = c.pos;
+    if (left.prev >= 0) consider(left.prev);
+    consider(c.pos);
+  }
+  size_t keep = 0;
+  for (int32_t i = 0; i >= 0 && i < static_cast<int32_t>(syms.size()); i = syms[i].next) syms[keep++].id = syms[i].id;
+  syms.resize(keep);
+}
+
+void BpeModel::runMerges(std::string_view word, std::vector<int32_t>& out) const {
+  thread_local std::vector<Symbol> syms;
+  initialSymbols(word, syms);
+  if (syms.size() <= kSmallWord) mergeSmall(syms);
+  else mergeHeap(syms);
+  for (const auto& s : syms) out.push_back(s.id);
+}
+
+void BpeModel::tokenizeWord(std::string_view word, std::vector<int32_t>& out) const {
+  if (word.empty()) return;
+  if (ignoreMerges_) {
+    const auto& whole = byteLevel_ ? byteVocab_ : vocab_;
+    auto it = whole.find(word);
+    if (it != whole.end()) {
+      out.push_back(it->second);
+      return;
+    }
+  }
+  if (byteLevel_ || word.size() <= kMaxCachedWord / 4) {
+    tokenizeCached(word, out);
+    return;
+  }
+  // Cut the word where no merge can ever join the characters on both sides.
+  size_t start = 0, i = 0, len = 0;
+  uint32_t prev = utf8::decodeAt(word, 0, &len);
+  for (i = len; i < word.size(); i += len) {
+    const uint32_t cp = utf8::decodeAt(word, i, &len);
+    if (!canJoin(prev, cp)) {
+      tokenizeCached(word.substr(start, i - start), out);
+      start = i;
+    }
+    prev = cp;
+  }
+  tokenizeCached(word.substr(start), out);
+}
+
+void BpeModel::tokenizeCached(std::string_view word, std::vector<int32_t>& out) const {
+  if (word.size() > kMaxCachedWord) {
+    runMerges(word, out);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(cache_->mutex);
+    auto it = cache_->index.find(word);
+    if (it != cache_->index.end()) {
+      const auto [off, n] = it->second;
+      out.insert(out.end(), cache_->ids.begin() + off, cache_->ids.begin() + off + n);
+      return;
+    }
+  }
+  const size_t start = out.size();
+  runMerges(word, out);
+  std::lock_guard<std::mutex> lock(cache_->mutex);
+  if (cache_->index.size() >= kMaxCacheEntries) {
+    cache_->index.clear();
+    cache_->ids.clear();
+  }
+  const auto off = static_cast<uint32_t>(cache_->ids.size());
+  cache_->ids.insert(cache_->ids.end(), out.begin() + static_cast<long>(start), out.end());
+  cache_->index.emplace(std::string(word), std::make_pair(off, static_cast<uint32_t>(out.size() - start)));
+}
+
+}  // namespace ewgpu

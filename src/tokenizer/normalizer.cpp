@@ -1,0 +1,222 @@
+// Normalizer steps. Unicode forms come from libutf8proc; an all-ASCII string is left as is by every
+// normalization form, so that common case never reaches utf8proc.
+#include "tokenizer/normalizer.h"
+
+#include "tokenizer/utf8.h"
+
+#include <utf8proc.h>
+
+#include <cstdlib>
+
+namespace ewgpu {
+
+namespace {
+
+bool isAscii(std::string_view s) {
+  for (char c : s)
+    if (static_cast<uint8_t>(c) >= 0x80) return false;
+  return true;
+}
+
+void utf8procMap(std::string& text, int options) {
+  if (isAscii(text)) return;
+  utf8proc_uint8_t* out = nullptr;
+  utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
+                                    static_cast<utf8proc_ssize_t>(text.size()), &out,
+                                    static_cast<utf8proc_option_t>(options | UTF8PROC_STABLE));
+  if (n >= 0 && out) text.assign(reinterpret_cast<char*>(out), static_cast<size_t>(n));
+  std::free(out);  // on failure (never for well-formed input) the text stays unnormalized
+}
+
+// NFC leaves a code point alone when it has no decomposition, a zero combining class and cannot be the
+// second half of a composition (Hangul jamo and syllables compose algorithmically: never inert).
+bool nfcInert(uint32_t cp) {
+  if (cp < 0x80) return true;
+  if ((cp >= 0x1100 && cp <= 0x11FF) || (cp >= 0xAC00 && cp <= 0xD7A3)) return false;
+  const utf8proc_property_t* p = utf8proc_get_property(static_cast<utf8proc_int32_t>(cp));
+  return p->combining_class == 0 && p->decomp_seqindex == UINT16_MAX &&
+         (p->comb_index == UINT16_MAX || p->comb_index < 0x8000);
+}
+
+// A code point before which NFC can cut the text: zero combining class and never a composition second.
+bool nfcBoundary(uint32_t cp) {
+  if (cp < 0x80) return true;
+  if ((cp >= 0x1161 && cp <= 0x1175) || (cp >= 0x11A8 && cp <= 0x11C2)) return false;  // jamo V, T
+  const utf8proc_property_t* p = utf8proc_get_property(static_cast<utf8proc_int32_t>(cp));
+  return p->combining_class == 0 && (p->comb_index == UINT16_MAX || p->comb_index < 0x8000);
+}
+
+// NFC that only hands utf8proc the stretches (between safe boundaries) holding a code point NFC may change.
+void nfc(std::string& text, std::string& scratch) {
+  size_t i = 0;
+  const size_t n = text.size();
+  while (i < n && static_cast<uint8_t>(text[i]) < 0x80) ++i;
+  size_t segStart = 0, copied = 0, len = 0;
+  bool dirty = false, changed = false;
+  auto flush = [&](size_t end) {
+    if (!dirty) return;
+    if (!changed) scratch.clear();
+    changed = true;
+    scratch.append(text, copied, segStart - copied);
+    std::string seg = text.substr(segStart, end - segStart);
+    utf8procMap(seg, UTF8PROC_COMPOSE);
+    scratch += seg;
+    copied = end;
+  };
+  // Everything before the first non-ASCII byte is inert; start at the last boundary before it.
+  segStart = i > 0 ? i - 1 : 0;
+  for (; i < n; i += len) {
+    const uint8_t b = static_cast<uint8_t>(text[i]);
+    const uint32_t cp = b < 0x80 ? (len = 1, b) : utf8::decodeAt(text, i, &len);
+    if (nfcBoundary(cp)) {
+      flush(i);
+      segStart = i;
+      dirty = false;
+    }
+    dirty = dirty || !nfcInert(cp);
+  }
+  flush(n);
+  if (!changed) return;
+  scratch.append(text, copied, std::string::npos);
+  text.swap(scratch);
+}
+
+void lowercase(std::string& text, std::string& scratch) {
+  scratch.clear();
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<uint8_t>(text[i]);
+    if (c < 0x80) {
+      scratch += static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+      ++i;
+      continue;
+    }
+    size_t len = 0;
+    uint32_t cp = utf8::decodeAt(text, i, &len);
+    utf8::append(scratch, static_cast<uint32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(cp))));
+    i += len;
+  }
+  text.swap(scratch);
+}
+
+bool isWhitespace(uint32_t cp) {
+  if (cp == ' ' || (cp >= 0x09 && cp <= 0x0D)) return true;
+  if (cp < 0x80) return false;
+  auto cat = utf8proc_category(static_cast<utf8proc_int32_t>(cp));
+  return cat == UTF8PROC_CATEGORY_ZS || cp == 0x85 || cp == 0x2028 || cp == 0x2029;
+}
+
+void strip(std::string& text, bool left, bool right) {
+  size_t b = 0, e = text.size();
+  if (left) {
+    while (b < e) {
+      size_t len = 0;
+      if (!isWhitespace(utf8::decodeAt(text, b, &len))) break;
+      b += len;
+    }
+  }
+  if (right) {
+    while (e > b) {
+      size_t s = e - 1;
+      while (s > b && (static_cast<uint8_t>(text[s]) & 0xC0) == 0x80) --s;
+      size_t len = 0;
+      if (!isWhitespace(utf8::decodeAt(text, s, &len))) break;
+      e = s;
+    }
+  }
+  text = text.substr(b, e - b);
+}
+
+}  // namespace
+
+Result<Normalizer> Normalizer::fromJson(const nlohmann::json& j) {
+  Normalizer n;
+  if (j.is_null()) return n;
+  EWGPU_TRY(addSteps(j, n.steps_));
+  return n;
+}
+
+Status Normalizer::addSteps(const nlohmann::json& j, std::vector<Step>& steps) {
+  if (!j.is_object() || !j.contains("type") || !j["type"].is_string())
+    return makeError(ErrorCode::kBadRequest, "normalizer without a type", {{"normalizer", j.dump().substr(0, 200)}});
+  const std::string type = j["type"];
+  if (type == "Sequence") {
+    for (const auto& sub : j.value("normalizers", nlohmann::json::array())) EWGPU_TRY(addSteps(sub, steps));
+    return {};
+  }
+  Step s;
+  if (type == "NFC") s.kind = Kind::kNfc;
+  else if (type == "NFD") s.kind = Kind::kNfd;
+  else if (type == "NFKC") s.kind = Kind::kNfkc;
+  else if (type == "NFKD") s.kind = Kind::kNfkd;
+  else if (type == "Lowercase") s.kind = Kind::kLowercase;
+  else if (type == "StripAccents") s.kind = Kind::kStripAccents;
+  else if (type == "Prepend") {
+    s.kind = Kind::kPrepend;
+    s.text = j.value("prepend", "");
+  } else if (type == "Strip") {
+    s.kind = Kind::kStrip;
+    s.left = j.value("strip_left", true);
+    s.right = j.value("strip_right", true);
+  } else if (type == "Replace") {
+    s.kind = Kind::kReplace;
+    s.text = j.value("content", "");
+    const auto& pat = j.value("pattern", nlohmann::json::object());
+    if (pat.contains("String") && pat["String"].is_string()) {
+      s.literal = pat["String"];
+      if (s.literal.empty()) return makeError(ErrorCode::kBadRequest, "Replace normalizer with an empty pattern");
+    } else if (pat.contains("Regex") && pat["Regex"].is_string()) {
+      auto re = Regex::compile(pat["Regex"].get<std::string>());
+      if (!re.ok()) return std::move(re).error();
+      s.regex = std::move(*re);
+    } else {
+      return makeError(ErrorCode::kBadRequest, "Replace normalizer without a String or Regex pattern");
+    }
+  } else {
+    return makeError(ErrorCode::kBadRequest, "unsupported normalizer type " + type, {{"type", type}});
+  }
+  steps.push_back(std::move(s));
+  return {};
+}
+
+void Normalizer::applyStep(const Step& s, std::string& text, std::string& scratch) {
+  switch (s.kind) {
+    case Kind::kNfc: nfc(text, scratch); break;
+    case Kind::kNfd: utf8procMap(text, UTF8PROC_DECOMPOSE); break;
+    case Kind::kNfkc: utf8procMap(text, UTF8PROC_COMPOSE | UTF8PROC_COMPAT); break;
+    case Kind::kNfkd: utf8procMap(text, UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT); break;
+    case Kind::kStripAccents: utf8procMap(text, UTF8PROC_DECOMPOSE | UTF8PROC_STRIPMARK); break;
+    case Kind::kLowercase: lowercase(text, scratch); break;
+    case Kind::kStrip: strip(text, s.left, s.right); break;
+    case Kind::kPrepend:
+      if (!text.empty()) text.insert(0, s.text);
+      break;
+    case Kind::kReplace:
+      scratch.clear();
+      if (!s.literal.empty()) {
+        size_t start = 0;
+        for (size_t p; (p = text.find(s.literal, start)) != std::string::npos; start = p + s.literal.size()) {
+          scratch.append(text, start, p - start);
+          scratch += s.text;
+        }
+        scratch.append(text, start, std::string::npos);
+      } else {
+        size_t last = 0;
+        s.regex.forEachMatch(text, [&](size_t b, size_t e) {
+          scratch.append(text, last, b - last);
+          scratch += s.text;
+          last = e;
+        });
+        scratch.append(text, last, std::string::npos);
+      }
+      text.swap(scratch);
+      break;
+  }
+}
+
+void Normalizer::apply(std::string_view in, std::string& out) const {
+  out.assign(in.data(), in.size());
+  std::string scratch;
+  for (const auto& s : steps_) applyStep(s, out, scratch);
+}
+
+}  // namespace ewgpu

@@ -1,0 +1,232 @@
+// qk_prepare + attention (+ embed) against a double-precision CPU reference: GQA, q/k norms, partial rotary,
+// Qwen3.5 gating, sliding window, prefill chunks continuing a cache, batched decode rows with their own slots.
+#include "kernel_test_util.h"
+
+#include <cmath>
+
+namespace ewgpu::kernels {
+namespace {
+
+using namespace testing;
+
+struct Shape {
+  uint32_t d, hq, hkv, r;
+  bool qk_norm, gated;
+  uint32_t window = 0;
+};
+
+// CPU model of the two kernels over a whole cache.
+struct CpuAttn {
+  Shape s;
+  uint32_t ctx, slots;
+  std::vector<double> k, v;  // [slots, hkv, ctx, d]
+  std::vector<float> inv_freq, norms;
+
+  std::vector<double> rope(std::vector<double> x, uint32_t pos) const {
+    uint32_t half = s.r / 2;
+    std::vector<double> o = x;
+    for (uint32_t i = 0; i < half; ++i) {
+      double a = (double)pos * inv_freq[i];
+      o[i] = x[i] * std::cos(a) - x[i + half] * std::sin(a);
+      o[i + half] = x[i + half] * std::cos(a) + x[i] * std::sin(a);
+    }
+    return o;
+  }
+  std::vector<double> norm(std::vector<double> x, const float* w) const {
+    if (!s.qk_norm) return x;
+    double ss = 0;
+    for (double e : x) ss += e * e;
+    double r = 1 / std::sqrt(ss / s.d + 1e-6);
+    for (uint32_t i = 0; i < s.d; ++i) x[i] *= r * w[i];
+    return x;
+  }
+  // One token: qkv row -> output row [hq * d]; writes k/v at pos.
+  std::vector<double> token(const float* qkv, uint32_t slot, uint32_t pos) {
+    uint32_t D = s.d, W = (s.gated ? 2 : 1) * s.hq * D + 2 * s.hkv * D, kbase = (s.gated ? 2 : 1) * s.hq * D;
+    (void)W;
+    for (uint32_t g = 0; g < s.hkv; ++g) {
+      std::vector<double> kk(qkv + kbase + g * D, qkv + kbase + g * D + D);
+      kk = rope(norm(kk, norms.data() + D), pos);
+      for (uint32_t i = 0; i < D; ++i) {
+        k[((size_t)(slot * s.hkv + g) * ctx + pos) * D + i] = kk[i];
+        v[((size_t)(slot * s.hkv + g) * ctx + pos) * D + i] = qkv[kbase + s.hkv * D + g * D + i];
+      }
+    }
+    std::vector<double> out(s.hq * D);
+    for (uint32_t h = 0; h < s.hq; ++h) {
+      const float* qs = qkv + (s.gated ? h * 2 * D : h * D);
+      std::vector<double> q = rope(norm(std::vector<double>(qs, qs + D), norms.data()), pos);
+      uint32_t g = h / (s.hq / s.hkv);
+      uint32_t first = (s.window && pos + 1 > s.window) ? pos + 1 - s.window : 0;
+      std::vector<double> sc;
+      double mx = -1e300;
+      for (uint32_t p = first; p <= pos; ++p) {
+        double d = 0;
+        for (uint32_t i = 0; i < D; ++i) d += q[i] * k[((size_t)(slot * s.hkv + g) * ctx + p) * D + i];
+        sc.push_back(d / std::sqrt((double)D));
+        mx = std::max(mx, sc.back());
+      }
+      double l = 0;
+      for (double& e : sc) l += (e = std::exp(e - mx));
+      for (uint32_t i = 0; i < D; ++i) {
+        double o = 0;
+        for (uint32_t p = first; p <= pos; ++p) o += sc[p - first] * v[((size_t)(slot * s.hkv + g) * ctx + p) * D + i];
+        o /= l;
+        if (s.gated) o /= 1 + std::exp(-(double)qs[D + i]);
+        out[h * D + i] = o;
+      }
+    }
+    return out;
+  }
+};
+
+struct GpuAttn {
+  gpu::Buffer kc, vc, inv, norms;
+  uint32_t ctx_len;
+  Shape s;
+  gpu::Constants base(bool prefill) const {
+    return {{"D", s.d}, {"HQ", s.hq}, {"HKV", s.hkv}, {"CTX", ctx_len}, {"PREFILL", prefill ? 1 : 0},
+            {"GATED", s.gated ? 1 : 0}};
+  }
+  // Runs qk_prepare + attention over `tokens` rows of qkv with the given rows buffer.
+  std::vector<float> run(const std::vector<float>& qkv, uint32_t tokens, const std::vector<uint32_t>& rows,
+                         bool prefill) {
+    gpu::Context& g = ctx();
+    auto c1 = base(prefill);
+    c1["R"] = s.r;
+    c1["QK_NORM"] = s.qk_norm ? 1 : 0;
+    auto prep = g.kernel("qk_prepare", c1);
+    EXPECT_TRUE(prep.ok()) << prep.error().toString();
+    auto c2 = base(prefill);
+    c2["WINDOW"] = s.window;
+    c2["SCALE"] = 1.0 / std::sqrt((double)s.d);
+    auto att = g.kernel("attention", c2);
+    EXPECT_TRUE(att.ok()) << att.error().toString();
+    auto bqkv = upload(qkv), brows = upload(rows);
+    auto bq = poisoned((size_t)tokens * s.hq * s.d), bo = poisoned((size_t)tokens * s.hq * s.d);
+    auto bg1 = g.bindGroup(**prep, {{&bqkv}, {&brows}, {&inv}, {&norms}, {&bq}, {&kc}, {&vc}});
+    auto bg2 = g.bindGroup(**att, {{&bq}, {&brows}, {&kc}, {&vc}, {&bqkv}, {&bo}});
+    EXPECT_TRUE(bg1.ok() && bg2.ok());
+    gpu::Recorder rec(g);
+    rec.dispatch(**prep, *bg1, s.hq + s.hkv, tokens);
+    rec.dispatch(**att, *bg2, s.hq, tokens);
+    EXPECT_TRUE(rec.submit().ok());
+    return download<float>(bo, (size_t)tokens * s.hq * s.d);
+  }
+};
+
+void runShape(const Shape& s, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd;
+  const uint32_t ctx_len = 300, slots = 3;
+  CpuAttn cpu{s, ctx_len, slots};
+  cpu.k.assign((size_t)slots * s.hkv * ctx_len * s.d, 0);
+  cpu.v = cpu.k;
+  for (uint32_t i = 0; i < s.r / 2; ++i) cpu.inv_freq.push_back((float)std::pow(10000.0, -2.0 * i / s.r));
+  for (uint32_t i = 0; i < 2 * s.d; ++i) cpu.norms.push_back(1.0f + 0.3f * nd(rng));
+  std::vector<float> table((size_t)ctx_len * s.r);
+  for (uint32_t p = 0; p < ctx_len; ++p)
+    for (uint32_t i = 0; i < s.r / 2; ++i) {
+      table[(size_t)p * s.r + i] = (float)std::cos((double)p * cpu.inv_freq[i]);
+      table[(size_t)p * s.r + s.r / 2 + i] = (float)std::sin((double)p * cpu.inv_freq[i]);
+    }
+  GpuAttn gpu_{poisoned(cpu.k.size()), poisoned(cpu.k.size()), upload(table), upload(cpu.norms), ctx_len, s};
+  const uint32_t W = (s.gated ? 2 : 1) * s.hq * s.d + 2 * s.hkv * s.d;
+  auto randomRows = [&](uint32_t n) {
+    std::vector<float> v((size_t)n * W);
+    for (auto& e : v) e = nd(rng);
+    return v;
+  };
+  // Prefill slot 1 in two chunks (150 then 70 tokens): the second attends to the first through the cache.
+  uint32_t pos0 = 0;
+  for (uint32_t chunk : {150u, 70u}) {
+    auto qkv = randomRows(chunk);
+    std::vector<uint32_t> rows = {1, pos0, 1, 0, 0, 0, 0, 0};
+    auto got = gpu_.run(qkv, chunk, rows, /*prefill=*/true);
+    std::vector<double> want;
+    for (uint32_t t = 0; t < chunk; ++t) {
+      auto o = cpu.token(qkv.data() + (size_t)t * W, 1, pos0 + t);
+      want.insert(want.end(), o.begin(), o.end());
+    }
+    expectClose(got, want, 2e-5, "prefill chunk");
+    pos0 += chunk;
+  }
+  // Batched decode: row 0 continues slot 1 at pos0, row 1 starts slot 2 at position 0, row 2 slot 0 at 5
+  // (slot 0 positions 0..4 prefilled first).
+  {
+    auto qkv = randomRows(5);
+    std::vector<uint32_t> rows = {0, 0, 1, 0, 0, 0, 0, 0};
+    gpu_.run(qkv, 5, rows, true);
+    for (uint32_t t = 0; t < 5; ++t) cpu.token(qkv.data() + (size_t)t * W, 0, t);
+  }
+  for (int step = 0; step < 3; ++step) {
+    auto qkv = randomRows(3);
+    std::vector<uint32_t> rows = {1, pos0, 1, 0, 0, 0, 0, 0, 2, (uint32_t)step, 1, 0, 0, 0, 0, 0,
+                                  0, 5u + step, 1, 0, 0, 0, 0, 0};
+    auto got = gpu_.run(qkv, 3, rows, /*prefill=*/false);
+    std::vector<double> want;
+    uint32_t slot_of[3] = {1, 2, 0}, pos_of[3] = {pos0, (uint32_t)step, 5u + step};
+    for (uint32_t b = 0; b < 3; ++b) {
+      auto o = cpu.token(qkv.data() + (size_t)b * W, slot_of[b], pos_of[b]);
+      want.insert(want.end(), o.begin(), o.end());
+    }
+    expectClose(got, want, 2e-5, "batched decode");
+    ++pos0;
+  }
+}
+
+TEST(Attention, LlamaShapeGqa) { runShape({64, 8, 2, 64, false, false}, 1); }
+TEST(Attention, Qwen3NormsAndHeadDim128) { runShape({128, 4, 2, 128, true, false}, 2); }
+TEST(Attention, Qwen35GatedPartialRotary) { runShape({256, 4, 1, 64, true, true}, 3); }
+TEST(Attention, SlidingWindow) { runShape({32, 2, 2, 32, false, false, 40}, 4); }
+
+TEST(Embed, LooksUpRowsOfEveryFormatAcrossChunks) {
+  std::mt19937 rng(5);
+  gpu::Context& g = ctx();
+  for (int q : {0, 1, 2, 3, 4}) {
+    const uint32_t V = 37, H = q == 4 ? 80 : 64;
+    PackedWeights pw = randomWeights(q, V, H, rng);
+    // Two chunks: rows [0, 20) and [20, 37), as a table above the binding limit would be split.
+    uint32_t words_per_row = (uint32_t)(pw.w.size() / V), scales_per_row = q == 1 ? H / 32 : 0;
+    (void)scales_per_row;
+    std::vector<uint32_t> ids = {3, 36, 20, 19, 0};
+    std::vector<double> want;
+    for (uint32_t id : ids)
+      for (uint32_t k = 0; k < H; ++k) want.push_back(pw.deq[(size_t)id * H + k]);
+    auto out = poisoned(ids.size() * H);
+    auto bids = upload(ids);
+    gpu::Recorder rec(g);
+    std::vector<gpu::Buffer> keep;
+    std::vector<gpu::BindGroup> bgs;
+    for (uint32_t start : {0u, 20u}) {
+      uint32_t n = start == 0 ? 20 : 17;
+      std::vector<uint32_t> w(pw.w.begin() + (size_t)start * words_per_row,
+                              pw.w.begin() + (size_t)(start + n) * words_per_row);
+      std::vector<uint32_t> sc = pw.s;
+      if (q == 0 || q == 4) {  // f16 scales packed in pairs: re-pack the chunk's scales from index start*gpr
+        uint32_t gpr = q == 4 ? (H + 39) / 40 : H / 32;
+        sc.assign((n * gpr + 1) / 2, 0);
+        for (uint32_t j = 0; j < n * gpr; ++j) {
+          uint32_t src = start * gpr + j;
+          uint32_t h = (pw.s[src / 2] >> (16 * (src % 2))) & 0xFFFF;
+          sc[j / 2] |= h << (16 * (j % 2));
+        }
+      } else if (q == 1) {
+        sc.assign(pw.s.begin() + start * (H / 32), pw.s.begin() + (start + n) * (H / 32));
+      }
+      keep.push_back(upload(w));
+      keep.push_back(upload(sc));
+      auto k = g.kernel("embed", {{"QFMT", q}, {"N", n}, {"H", H}, {"ROW_START", start}});
+      ASSERT_TRUE(k.ok()) << k.error().toString();
+      auto bg = g.bindGroup(**k, {{&keep[keep.size() - 2]}, {&keep.back()}, {&bids}, {&out}});
+      ASSERT_TRUE(bg.ok());
+      bgs.push_back(std::move(*bg));
+      rec.dispatch(**k, bgs.back(), (uint32_t)ids.size());
+    }
+    ASSERT_TRUE(rec.submit().ok());
+    expectClose(download<float>(out, ids.size() * H), want, 1e-7, "embed");
+  }
+}
+
+}  // namespace
+}  // namespace ewgpu::kernels

@@ -1,0 +1,243 @@
+// mlc-chat-config.json parsing, the expected parameter lists against documented real shapes/counts, and
+// per-token weight traffic.
+#include "model/model_config.h"
+
+#include <gtest/gtest.h>
+
+#include "model/expected_params.h"
+#include "model/tiny_model.h"
+
+namespace ewgpu {
+namespace {
+
+nlohmann::json qwen3Config() {
+  return {{"model_type", "qwen3"},
+          {"quantization", "q4f16_1"},
+          {"vocab_size", 151936},
+          {"context_window_size", 40960},
+          {"prefill_chunk_size", 2048},
+          {"active_vocab_size", 151669},
+          {"temperature", 0.6},
+          {"top_p", 0.95},
+          {"conv_template", {{"name", "qwen3"}}},
+          {"model_config",
+           {{"hidden_size", 1024},
+            {"intermediate_size", 3072},
+            {"num_attention_heads", 16},
+            {"num_hidden_layers", 28},
+            {"num_key_value_heads", 8},
+            {"head_dim", 128},
+            {"rms_norm_eps", 1e-6},
+            {"rope_theta", 1000000},
+            {"vocab_size", 151936},
+            {"tie_word_embeddings", true},
+            {"attention_bias", false}}}};
+}
+
+nlohmann::json qwen35Config(int hidden, int intermediate) {
+  return {{"model_type", "qwen3_5_text"},
+          {"quantization", "q4f16_1"},
+          {"vocab_size", 248320},
+          {"model_config",
+           {{"hidden_size", hidden},
+            {"intermediate_size", intermediate},
+            {"num_attention_heads", 8},
+            {"num_hidden_layers", 24},
+            {"num_key_value_heads", 2},
+            {"rms_norm_eps", 1e-6},
+            {"tie_word_embeddings", true},
+            {"linear_key_head_dim", 128},
+            {"linear_value_head_dim", 128},
+            {"linear_num_key_heads", 16},
+            {"linear_num_value_heads", 16}}}};
+}
+
+const ParamSpec* findParam(const std::vector<ParamSpec>& v, const std::string& name) {
+  for (const auto& p : v)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+TEST(ModelConfig, ParsesQwen3) {
+  auto c = parseModelConfig(qwen3Config(), "mlc-chat-config.json");
+  ASSERT_TRUE(c.ok()) << c.error().toString();
+  EXPECT_EQ(c->arch, Arch::kQwen3);
+  EXPECT_EQ(c->quant, Quant::kQ4F16_1);
+  EXPECT_EQ(c->head_dim, 128);
+  EXPECT_TRUE(c->qk_norm);
+  EXPECT_FALSE(c->qkv_bias);
+  EXPECT_TRUE(c->tie_embeddings);
+  EXPECT_EQ(c->rope_theta, 1e6);
+  EXPECT_EQ(c->active_vocab, 151669);
+  EXPECT_FLOAT_EQ(c->temperature, 0.6f);
+  EXPECT_EQ(c->context_window, 40960);
+  EXPECT_TRUE(c->isFullAttention(5));
+  EXPECT_EQ(c->rotaryDim(), 128);
+}
+
+TEST(ModelConfig, Qwen35DefaultsAndLayerTypes) {
+  auto c = parseModelConfig(qwen35Config(1024, 3584), "mlc-chat-config.json");
+  ASSERT_TRUE(c.ok()) << c.error().toString();
+  EXPECT_EQ(c->arch, Arch::kQwen3_5);
+  EXPECT_EQ(c->model_type, "qwen3_5_text");
+  EXPECT_EQ(c->head_dim, 256);  // documented default
+  EXPECT_EQ(c->rope_theta, 1e7);
+  EXPECT_EQ(c->lin_conv_kernel, 4);
+  EXPECT_EQ(c->rotaryDim(), 64);
+  std::vector<int> full;
+  for (int i = 0; i < c->n_layers; ++i)
+    if (c->isFullAttention(i)) full.push_back(i);
+  EXPECT_EQ(full, (std::vector<int>{3, 7, 11, 15, 19, 23}));
+}
+
+TEST(ModelConfig, MissingFieldsNameTheField) {
+  struct Case {
+    nlohmann::json j;
+    std::string field;
+  };
+  std::vector<Case> cases;
+  auto a = qwen3Config();
+  a["model_config"].erase("hidden_size");
+  cases.push_back({a, "hidden_size"});
+  auto b = qwen3Config();
+  b["model_config"].erase("rms_norm_eps");
+  cases.push_back({b, "rms_norm_eps"});
+  auto d = qwen3Config();
+  d.erase("quantization");
+  cases.push_back({d, "quantization"});
+  auto e = qwen35Config(1024, 3584);
+  e["model_config"].erase("linear_num_value_heads");
+  cases.push_back({e, "linear_num_value_heads"});
+  auto f = qwen3Config();
+  f["model_config"].erase("vocab_size");
+  f.erase("vocab_size");
+  cases.push_back({f, "vocab_size"});
+  for (const Case& k : cases) {
+    auto r = parseModelConfig(k.j, "mlc-chat-config.json");
+    ASSERT_FALSE(r.ok()) << k.field;
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidModelFolder);
+    EXPECT_EQ(r.error().detail["file"], "mlc-chat-config.json");
+    EXPECT_EQ(r.error().detail["field"], k.field);
+    EXPECT_EQ(r.error().detail["problem"], "missing_field");
+  }
+}
+
+TEST(ModelConfig, RejectsWrongTypesAndUnknownNames) {
+  auto a = qwen3Config();
+  a["model_config"]["hidden_size"] = "big";
+  auto r = parseModelConfig(a, "x.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().detail["problem"], "wrong_type");
+  auto b = qwen3Config();
+  b["model_type"] = "gpt2";
+  r = parseModelConfig(b, "x.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().detail["field"], "model_type");
+  EXPECT_EQ(r.error().detail["problem"], "unsupported");
+  auto t = qwen3Config();
+  t["model_config"]["rope_scaling"] = {{"type", 5}};  // a nested value of the wrong type: an error, not a throw
+  r = parseModelConfig(t, "x.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidModelFolder);
+  auto c = qwen3Config();
+  c["model_config"]["num_key_value_heads"] = 5;  // does not divide 16
+  r = parseModelConfig(c, "x.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().detail["field"], "num_key_value_heads");
+}
+
+TEST(ModelConfig, WriterOutputParsesBackForEveryArch) {
+  for (Arch arch : {Arch::kLlama, Arch::kMistral, Arch::kQwen2, Arch::kQwen3, Arch::kQwen3_5}) {
+    TinyModelSpec spec;
+    spec.arch = arch;
+    spec.quant = Quant::kQ4F32_1;
+    ModelConfig c = tinyModelConfig(spec, 1000);
+    auto back = parseModelConfig(mlcChatConfigJson(c), "mlc-chat-config.json");
+    ASSERT_TRUE(back.ok()) << back.error().toString();
+    EXPECT_EQ(back->arch, c.arch);
+    EXPECT_EQ(back->quant, c.quant);
+    EXPECT_EQ(back->hidden, c.hidden);
+    EXPECT_EQ(back->n_layers, c.n_layers);
+    EXPECT_EQ(back->head_dim, c.head_dim);
+    EXPECT_EQ(back->vocab, c.vocab);
+    EXPECT_EQ(back->active_vocab, 1000);
+    EXPECT_EQ(back->rms_eps, c.rms_eps);
+    EXPECT_EQ(back->rope_theta, c.rope_theta);
+    EXPECT_EQ(back->tie_embeddings, c.tie_embeddings);
+    EXPECT_EQ(back->qkv_bias, c.qkv_bias);
+    EXPECT_EQ(back->qk_norm, c.qk_norm);
+    EXPECT_EQ(back->lin_v_heads, c.lin_v_heads);
+    EXPECT_EQ(back->full_attention_interval, c.full_attention_interval);
+    EXPECT_EQ(back->rope_scaling.has_value(), c.rope_scaling.has_value());
+    EXPECT_EQ(expectedParams(*back).size(), expectedParams(c).size());
+    EXPECT_TRUE(back->conv_template.is_object());
+  }
+}
+
+// Shapes from the layer-0 lists of mlc-format.md §3.5.
+TEST(ExpectedParams, Qwen3_0_6BLayerZeroShapes) {
+  auto c = parseModelConfig(qwen3Config(), "m");
+  ASSERT_TRUE(c.ok());
+  auto p = expectedParams(*c);
+  auto shape = [&](const std::string& n) {
+    const ParamSpec* s = findParam(p, n);
+    return s ? s->shape : std::vector<int64_t>{};
+  };
+  EXPECT_EQ(shape("model.embed_tokens.q_weight"), (std::vector<int64_t>{151936, 128}));
+  EXPECT_EQ(shape("model.embed_tokens.q_scale"), (std::vector<int64_t>{151936, 32}));
+  EXPECT_EQ(shape("model.layers.0.self_attn.c_attn.q_weight"), (std::vector<int64_t>{4096, 128}));
+  EXPECT_EQ(shape("model.layers.0.self_attn.o_proj.q_weight"), (std::vector<int64_t>{1024, 256}));
+  EXPECT_EQ(shape("model.layers.0.mlp.down_proj.q_scale"), (std::vector<int64_t>{1024, 96}));
+  EXPECT_EQ(shape("model.layers.0.self_attn.q_norm.weight"), (std::vector<int64_t>{128}));
+  EXPECT_EQ(findParam(p, "lm_head.q_weight"), nullptr);  // tied
+  EXPECT_EQ(findParam(p, "model.layers.0.self_attn.c_attn.bias"), nullptr);
+}
+
+TEST(ExpectedParams, Qwen35_0_8BLayerShapesAndDtypes) {
+  auto c = parseModelConfig(qwen35Config(1024, 3584), "m");
+  ASSERT_TRUE(c.ok());
+  auto p = expectedParams(*c);
+  const ParamSpec* qkv = findParam(p, "model.layers.0.linear_attn.in_proj_qkv.q_weight");
+  ASSERT_NE(qkv, nullptr);
+  EXPECT_EQ(qkv->shape, (std::vector<int64_t>{6144, 128}));
+  const ParamSpec* conv = findParam(p, "model.layers.0.linear_attn.conv1d_weight");
+  ASSERT_NE(conv, nullptr);
+  EXPECT_EQ(conv->shape, (std::vector<int64_t>{6144, 1, 4}));
+  EXPECT_EQ(conv->dtype, DType::kF16);
+  const ParamSpec* alog = findParam(p, "model.layers.0.linear_attn.A_log");
+  ASSERT_NE(alog, nullptr);
+  EXPECT_EQ(alog->dtype, DType::kF32);
+  const ParamSpec* cattn = findParam(p, "model.layers.3.self_attn.c_attn.q_weight");
+  ASSERT_NE(cattn, nullptr);
+  EXPECT_EQ(cattn->shape, (std::vector<int64_t>{5120, 128}));
+  EXPECT_EQ(findParam(p, "model.layers.3.linear_attn.A_log"), nullptr);
+  EXPECT_EQ(findParam(p, "model.layers.0.self_attn.c_attn.q_weight"), nullptr);
+}
+
+// Parameter totals confirmed with transformers on the meta device (qwen3_5-architecture.md §11).
+TEST(ExpectedParams, Qwen35ParameterCountsMatchTransformers) {
+  auto small = parseModelConfig(qwen35Config(1024, 3584), "m");
+  auto big = parseModelConfig(qwen35Config(2048, 6144), "m");
+  ASSERT_TRUE(small.ok() && big.ok());
+  EXPECT_EQ(parameterCount(*small), 752393024);
+  EXPECT_EQ(parameterCount(*big), 1881825088);
+}
+
+TEST(ExpectedParams, TrafficCountsTiedHeadFullyAndOneEmbeddingRow) {
+  auto c = parseModelConfig(qwen35Config(2048, 6144), "m");
+  ASSERT_TRUE(c.ok());
+  WeightTraffic t = weightTraffic(*c);
+  // Embedding q4f16_1: 248320 rows x (256 words*4 + 64 scales*2) bytes = 286.06 MB (§11).
+  const uint64_t embBytes = 248320ull * (256 * 4 + 64 * 2);
+  EXPECT_EQ(t.lm_head_bytes, embBytes);
+  EXPECT_EQ(t.bytes_per_token, t.weight_bytes + embBytes / 248320);
+  EXPECT_NEAR((double)t.bytes_per_token / 1e6, 1059.3, 1.0);
+  ModelConfig untied = *c;
+  untied.tie_embeddings = false;
+  WeightTraffic u = weightTraffic(untied);
+  EXPECT_EQ(u.weight_bytes, t.weight_bytes + embBytes);
+  EXPECT_EQ(u.bytes_per_token, t.bytes_per_token);  // lm_head read fully, embedding one row, either way
+}
+
+}  // namespace
+}  // namespace ewgpu
