@@ -9,7 +9,8 @@
 //   - w tile  ws [HG][TILE_N]  k-major, dequantized once per tile by up to 2*TILE_N threads, one "unit" each
 //     (one word of q4/q3 = 8/10 codes, 4 words of f16, 8 words of f32; all give 8 or 10 values of one row);
 //   - the next step's global loads are issued into registers before the current step's FMAs (register
-//     prefetch), dequantized and stored after them; two barriers per step.
+//     prefetch), dequantized and stored after them; STAGES = 2 double-buffers xs/ws (one barrier per step),
+//     STAGES = 1 uses one buffer and two barriers per step.
 // Shared-memory patterns: x vec4 reads are broadcasts (two distinct rows per 32 threads), w vec4 reads hit 16
 // consecutive vec4 per row of threads, x stores are consecutive vec4, w stores are consecutive scalars along a
 // row of ws (the unit's column is the fastest thread index): no bank conflicts.
@@ -41,6 +42,7 @@ override Y_STRIDE: u32;           // floats per row of y
 override X_STRIDE: u32 = K;       // floats per row of x (multiple of 4)
 override TILE_T: u32 = 64u;       // tokens per tile: 64 or 128
 override TILE_N: u32 = 64u;       // weight rows per tile: 64 or 128
+override STAGES: u32 = 2u;        // workgroup-memory buffers: 2 = one barrier per step, 1 = half the memory
 
 // Derived (never set from the host).
 override TM: u32 = TILE_T / 16u;                      // micro-tile rows per thread
@@ -59,14 +61,32 @@ override WS_LEN: u32 = HG * TILE_N / 4u;              // vec4 in ws
 override XV: u32 = (XS_LEN + 255u) / 256u;            // x-tile vec4 per thread
 override IHALF: u32 = N / 2u;                         // SwiGLU: I
 
-var<workgroup> xs: array<vec4<f32>, XS_LEN>;  // [TILE_T][HG / 4]
-var<workgroup> ws: array<vec4<f32>, WS_LEN>;  // [HG][TILE_N / 4]
+override XS_ALL: u32 = XS_LEN * STAGES;
+override WS_ALL: u32 = WS_LEN * STAGES;
+var<workgroup> xs: array<vec4<f32>, XS_ALL>;  // [STAGES][TILE_T][HG / 4]
+var<workgroup> ws: array<vec4<f32>, WS_ALL>;  // [STAGES][HG][TILE_N / 4]
 
 // Registers of the prefetch pipeline and the accumulators.
 var<private> xr: array<vec4<f32>, 3>;   // x-tile vec4s this thread moves (XV <= 3)
 var<private> wr: array<u32, 8>;         // raw words of this thread's unit (WPU <= 8)
 var<private> sr: u32;                   // raw scale word of the unit
-var<private> acc: array<vec4<f32>, 16>; // [TM][TNV]
+// Accumulators c<i><g>: micro-tile row i (0..TM-1), vec4 column group g (0..TNV-1).
+var<private> c00: vec4<f32>;
+var<private> c10: vec4<f32>;
+var<private> c20: vec4<f32>;
+var<private> c30: vec4<f32>;
+var<private> c40: vec4<f32>;
+var<private> c50: vec4<f32>;
+var<private> c60: vec4<f32>;
+var<private> c70: vec4<f32>;
+var<private> c01: vec4<f32>;
+var<private> c11: vec4<f32>;
+var<private> c21: vec4<f32>;
+var<private> c31: vec4<f32>;
+var<private> c41: vec4<f32>;
+var<private> c51: vec4<f32>;
+var<private> c61: vec4<f32>;
+var<private> c71: vec4<f32>;
 
 // Weight row of local column c in the tile starting at n0 (plain) or output i0 (SwiGLU); N when out of range.
 fn weightRow(c: u32, tile: u32) -> u32 {
@@ -110,50 +130,94 @@ fn scaleValue(row: u32, step: u32) -> f32 {
 }
 
 // ws element (k, c) as a scalar: vec4 index k * TILE_N / 4 + c / 4, lane c % 4.
-fn putW(k: u32, c: u32, v: f32) {
-  ws[k * (TILE_N / 4u) + c / 4u][c & 3u] = v;
+fn putW(buf: u32, k: u32, c: u32, v: f32) {
+  ws[buf * WS_LEN + k * (TILE_N / 4u) + c / 4u][c & 3u] = v;
 }
 
-fn storeStep(step: u32, l: u32, tile_n: u32) {
+fn storeStep(step: u32, buf: u32, l: u32, tile_n: u32) {
   for (var p = 0u; p < XV; p++) {
     let v = l + p * 256u;
-    if (v < XS_LEN) { xs[v] = xr[p]; }
+    if (v < XS_LEN) { xs[buf * XS_LEN + v] = xr[p]; }
   }
   if (l < 2u * TILE_N) {
     let c = l % TILE_N;
     let k0 = (l / TILE_N) * UNIT;
     let row = weightRow(c, tile_n);
     if (row >= N) {
-      for (var e = 0u; e < UNIT; e++) { putW(k0 + e, c, 0.0); }
+      for (var e = 0u; e < UNIT; e++) { putW(buf, k0 + e, c, 0.0); }
     } else if (QFMT <= 1u) {
       let sc = scaleValue(row, step);
-      for (var e = 0u; e < 8u; e++) { putW(k0 + e, c, (f32((wr[0] >> (4u * e)) & 15u) - 7.0) * sc); }
+      for (var e = 0u; e < 8u; e++) { putW(buf, k0 + e, c, (f32((wr[0] >> (4u * e)) & 15u) - 7.0) * sc); }
     } else if (IS_Q3) {
       let sc = scaleValue(row, step);
-      for (var e = 0u; e < 10u; e++) { putW(k0 + e, c, (f32((wr[0] >> (3u * e)) & 7u) - 3.0) * sc); }
+      for (var e = 0u; e < 10u; e++) { putW(buf, k0 + e, c, (f32((wr[0] >> (3u * e)) & 7u) - 3.0) * sc); }
     } else if (QFMT == 2u) {
       for (var j = 0u; j < 4u; j++) {
         let h = unpack2x16float(wr[j]);
-        putW(k0 + 2u * j, c, h.x);
-        putW(k0 + 2u * j + 1u, c, h.y);
+        putW(buf, k0 + 2u * j, c, h.x);
+        putW(buf, k0 + 2u * j + 1u, c, h.y);
       }
     } else {
-      for (var j = 0u; j < 8u; j++) { putW(k0 + j, c, bitcast<f32>(wr[j])); }
+      for (var j = 0u; j < 8u; j++) { putW(buf, k0 + j, c, bitcast<f32>(wr[j])); }
     }
   }
 }
 
-// acc[i][g] += x[ty * TM + i, k] * w[k, 64 g + 4 tx .. +3] over the HG values of the step in workgroup memory.
-fn computeStep(tx: u32, ty: u32) {
-  var a: array<vec4<f32>, 8>;
+// c_ig += x[ty * TM + i, k] * w[k, 64 g + 4 tx .. +3] over the HG values of the step in workgroup memory.
+// Written out (no loops over the micro-tile, no arrays) so every accumulator is a register on every compiler.
+fn fma4(a: vec4<f32>, b0: vec4<f32>, b1: vec4<f32>, b2: vec4<f32>, b3: vec4<f32>, c: vec4<f32>) -> vec4<f32> {
+  return fma(vec4<f32>(a.w), b3, fma(vec4<f32>(a.z), b2, fma(vec4<f32>(a.y), b1, fma(vec4<f32>(a.x), b0, c))));
+}
+
+fn computeStep(tx: u32, ty: u32, buf: u32) {
+  let wrow = TILE_N / 4u;  // vec4 per k row of ws
   for (var kb = 0u; kb < HGV; kb++) {
-    for (var i = 0u; i < TM; i++) { a[i] = xs[(ty * TM + i) * HGV + kb]; }
-    for (var kk = 0u; kk < 4u; kk++) {
-      for (var g = 0u; g < TNV; g++) {
-        let b = ws[(kb * 4u + kk) * (TILE_N / 4u) + g * 16u + tx];
-        for (var i = 0u; i < TM; i++) {
-          acc[i * TNV + g] = fma(vec4<f32>(a[i][kk]), b, acc[i * TNV + g]);
-        }
+    let r = buf * WS_LEN + kb * 4u * wrow + tx;
+    let b00 = ws[r];
+    let b10 = ws[r + wrow];
+    let b20 = ws[r + 2u * wrow];
+    let b30 = ws[r + 3u * wrow];
+    var b01 = vec4<f32>(0.0);
+    var b11 = vec4<f32>(0.0);
+    var b21 = vec4<f32>(0.0);
+    var b31 = vec4<f32>(0.0);
+    if (TNV == 2u) {
+      b01 = ws[r + 16u];
+      b11 = ws[r + wrow + 16u];
+      b21 = ws[r + 2u * wrow + 16u];
+      b31 = ws[r + 3u * wrow + 16u];
+    }
+    let xa = buf * XS_LEN + ty * TM * HGV + kb;
+    {
+      let a0 = xs[xa];
+      let a1 = xs[xa + HGV];
+      let a2 = xs[xa + 2u * HGV];
+      let a3 = xs[xa + 3u * HGV];
+      c00 = fma4(a0, b00, b10, b20, b30, c00);
+      c10 = fma4(a1, b00, b10, b20, b30, c10);
+      c20 = fma4(a2, b00, b10, b20, b30, c20);
+      c30 = fma4(a3, b00, b10, b20, b30, c30);
+      if (TNV == 2u) {
+      c01 = fma4(a0, b01, b11, b21, b31, c01);
+      c11 = fma4(a1, b01, b11, b21, b31, c11);
+      c21 = fma4(a2, b01, b11, b21, b31, c21);
+      c31 = fma4(a3, b01, b11, b21, b31, c31);
+      }
+    }
+    if (TM == 8u) {
+      let a4 = xs[xa + 4u * HGV];
+      let a5 = xs[xa + 5u * HGV];
+      let a6 = xs[xa + 6u * HGV];
+      let a7 = xs[xa + 7u * HGV];
+      c40 = fma4(a4, b00, b10, b20, b30, c40);
+      c50 = fma4(a5, b00, b10, b20, b30, c50);
+      c60 = fma4(a6, b00, b10, b20, b30, c60);
+      c70 = fma4(a7, b00, b10, b20, b30, c70);
+      if (TNV == 2u) {
+      c41 = fma4(a4, b01, b11, b21, b31, c41);
+      c51 = fma4(a5, b01, b11, b21, b31, c51);
+      c61 = fma4(a6, b01, b11, b21, b31, c61);
+      c71 = fma4(a7, b01, b11, b21, b31, c71);
       }
     }
   }
@@ -170,36 +234,57 @@ fn writeOut(t: u32, col: u32, v: f32) {
   }
 }
 
-fn epilogue(tx: u32, ty: u32, t0: u32, T: u32, tile_n: u32) {
-  for (var i = 0u; i < TM; i++) {
-    let t = t0 + ty * TM + i;
-    if (t >= T) { break; }
-    for (var g = 0u; g < TNV; g++) {
-      var v = acc[i * TNV + g];
-      let c = g * 64u + tx * 4u;
-      if (EPI == 2u) {
-        let o = tile_n * (TILE_N / 2u) + 2u * (c / 4u);
-        for (var j = 0u; j < 2u; j++) {
-          if (o + j < IHALF) {
-            var gate = v[j];
-            var up = v[j + 2u];
-            if (HAS_BIAS) {
-              gate += bias[o + j];
-              up += bias[IHALF + o + j];
-            }
-            writeOut(t, o + j, silu(gate) * up);
-          }
+// Writes accumulator (row i, group g) of this thread: 4 outputs (plain) or 2 (SwiGLU: gate, gate, up, up).
+fn outVec(i: u32, g: u32, v: vec4<f32>, tx: u32, ty: u32, t0: u32, T: u32, tile_n: u32) {
+  let t = t0 + ty * TM + i;
+  if (t >= T) { return; }
+  let c = g * 64u + tx * 4u;
+  if (EPI == 2u) {
+    let o = tile_n * (TILE_N / 2u) + 2u * (c / 4u);
+    for (var j = 0u; j < 2u; j++) {
+      if (o + j < IHALF) {
+        var gate = v[j];
+        var up = v[j + 2u];
+        if (HAS_BIAS) {
+          gate += bias[o + j];
+          up += bias[IHALF + o + j];
         }
-      } else {
-        for (var j = 0u; j < 4u; j++) {
-          let n = tile_n * TILE_N + c + j;
-          if (n < N) {
-            var r = v[j];
-            if (HAS_BIAS) { r += bias[ROW_OFFSET + n]; }
-            writeOut(t, n, r);
-          }
-        }
+        writeOut(t, o + j, silu(gate) * up);
       }
+    }
+  } else {
+    for (var j = 0u; j < 4u; j++) {
+      let n = tile_n * TILE_N + c + j;
+      if (n < N) {
+        var r = v[j];
+        if (HAS_BIAS) { r += bias[ROW_OFFSET + n]; }
+        writeOut(t, n, r);
+      }
+    }
+  }
+}
+
+fn epilogue(tx: u32, ty: u32, t0: u32, T: u32, tile_n: u32) {
+  outVec(0u, 0u, c00, tx, ty, t0, T, tile_n);
+  outVec(1u, 0u, c10, tx, ty, t0, T, tile_n);
+  outVec(2u, 0u, c20, tx, ty, t0, T, tile_n);
+  outVec(3u, 0u, c30, tx, ty, t0, T, tile_n);
+  if (TNV == 2u) {
+    outVec(0u, 1u, c01, tx, ty, t0, T, tile_n);
+    outVec(1u, 1u, c11, tx, ty, t0, T, tile_n);
+    outVec(2u, 1u, c21, tx, ty, t0, T, tile_n);
+    outVec(3u, 1u, c31, tx, ty, t0, T, tile_n);
+  }
+  if (TM == 8u) {
+    outVec(4u, 0u, c40, tx, ty, t0, T, tile_n);
+    outVec(5u, 0u, c50, tx, ty, t0, T, tile_n);
+    outVec(6u, 0u, c60, tx, ty, t0, T, tile_n);
+    outVec(7u, 0u, c70, tx, ty, t0, T, tile_n);
+    if (TNV == 2u) {
+      outVec(4u, 1u, c41, tx, ty, t0, T, tile_n);
+      outVec(5u, 1u, c51, tx, ty, t0, T, tile_n);
+      outVec(6u, 1u, c61, tx, ty, t0, T, tile_n);
+      outVec(7u, 1u, c71, tx, ty, t0, T, tile_n);
     }
   }
 }
@@ -211,17 +296,18 @@ fn main(@builtin(local_invocation_index) l: u32, @builtin(workgroup_id) wg: vec3
   if (t0 >= T) { return; }
   let tx = l % 16u;
   let ty = l / 16u;
-  for (var i = 0u; i < TM * TNV; i++) { acc[i] = vec4<f32>(0.0); }
 
   loadStep(0u, l, t0, T, wg.x);
-  storeStep(0u, l, wg.x);
+  storeStep(0u, 0u, l, wg.x);
   workgroupBarrier();
+  // Two stages: step s computes from buffer s % 2 while s + 1 is stored into the other; the barrier that ends
+  // step s - 1 already guarantees nobody still reads that one. One stage: a second barrier instead.
   for (var step = 0u; step < NSTEPS; step++) {
     let more = step + 1u < NSTEPS;
     if (more) { loadStep(step + 1u, l, t0, T, wg.x); }
-    computeStep(tx, ty);
-    workgroupBarrier();
-    if (more) { storeStep(step + 1u, l, wg.x); }
+    computeStep(tx, ty, select(0u, step & 1u, STAGES == 2u));
+    if (STAGES == 1u) { workgroupBarrier(); }
+    if (more) { storeStep(step + 1u, select(0u, (step + 1u) & 1u, STAGES == 2u), l, wg.x); }
     workgroupBarrier();
   }
   epilogue(tx, ty, t0, T, wg.x);

@@ -40,6 +40,7 @@ Status checkShapes(const LinearWeights& wt, Epilogue epi, GemmTiling tiling) {
   auto okTile = [](uint32_t t) { return t == 64 || t == 128; };
   if (!okTile(tiling.tile_t) || !okTile(tiling.tile_n))
     return badRequest("tiles must be 64 or 128", {{"tile_t", tiling.tile_t}, {"tile_n", tiling.tile_n}});
+  if (tiling.stages > 2) return badRequest("stages must be 0, 1 or 2", {{"stages", tiling.stages}});
   return {};
 }
 
@@ -49,10 +50,18 @@ uint64_t weightBytes(WeightFormat f, uint32_t rows, uint32_t K) {
   uint64_t words_per_row = 0;
   switch (f) {
     case WeightFormat::kQ4F16:
-    case WeightFormat::kQ4F32: words_per_row = K / 8; break;
-    case WeightFormat::kQ0F16: words_per_row = K / 2; break;
-    case WeightFormat::kQ0F32: words_per_row = K; break;
-    case WeightFormat::kQ3F16: words_per_row = 4ull * ceilDiv(K, 40); break;
+    case WeightFormat::kQ4F32:
+      words_per_row = K / 8;
+      break;
+    case WeightFormat::kQ0F16:
+      words_per_row = K / 2;
+      break;
+    case WeightFormat::kQ0F32:
+      words_per_row = K;
+      break;
+    case WeightFormat::kQ3F16:
+      words_per_row = 4ull * ceilDiv(K, 40);
+      break;
   }
   return words_per_row * rows * 4;
 }
@@ -62,9 +71,8 @@ uint64_t scaleBytes(WeightFormat f, uint32_t rows, uint32_t K) {
   return f == WeightFormat::kQ4F32 ? scales * 4 : (scales * 2 + 3) / 4 * 4;
 }
 
-Result<GemmOp> GemmOp::create(gpu::Context& ctx, const LinearWeights& wt, const gpu::Buffer& x,
-                              const gpu::Buffer& y, const gpu::Buffer& meta, Epilogue epi, uint32_t max_tokens,
-                              GemmTiling tiling) {
+Result<GemmOp> GemmOp::create(gpu::Context& ctx, const LinearWeights& wt, const gpu::Buffer& x, const gpu::Buffer& y,
+                              const gpu::Buffer& meta, Epilogue epi, uint32_t max_tokens, GemmTiling tiling) {
   EWGPU_TRY(checkShapes(wt, epi, tiling));
   bool swiglu = epi == Epilogue::kSwiGlu;
   uint32_t y_cols = swiglu ? wt.N / 2 : wt.N;
@@ -76,10 +84,11 @@ Result<GemmOp> GemmOp::create(gpu::Context& ctx, const LinearWeights& wt, const 
 
   const WGPULimits& lim = ctx.limits();
   uint32_t hg = isQ3(wt.format) ? 20 : 16;
-  uint64_t shared = (uint64_t)(tiling.tile_t + tiling.tile_n) * hg * 4;
-  if (shared > lim.maxComputeWorkgroupStorageSize)
+  uint64_t stage_bytes = (uint64_t)(tiling.tile_t + tiling.tile_n) * hg * 4;
+  uint32_t stages = tiling.stages ? tiling.stages : stage_bytes * 2 <= lim.maxComputeWorkgroupStorageSize ? 2 : 1;
+  if (stages * stage_bytes > lim.maxComputeWorkgroupStorageSize)
     return badRequest("tile needs more workgroup memory than the device has",
-                      {{"bytes", shared}, {"limit", lim.maxComputeWorkgroupStorageSize}});
+                      {{"bytes", stages * stage_bytes}, {"limit", lim.maxComputeWorkgroupStorageSize}});
   uint32_t cols_per_tile = swiglu ? tiling.tile_n / 2 : tiling.tile_n;
   if (ceilDiv(std::max(max_tokens, 1u), tiling.tile_t) > lim.maxComputeWorkgroupsPerDimension)
     return badRequest("max_tokens too large for one dispatch", {{"max_tokens", max_tokens}});
@@ -111,7 +120,8 @@ Result<GemmOp> GemmOp::create(gpu::Context& ctx, const LinearWeights& wt, const 
                      {"Y_STRIDE", y_cols},
                      {"X_STRIDE", wt.K},
                      {"TILE_T", tiling.tile_t},
-                     {"TILE_N", tiling.tile_n}};
+                     {"TILE_N", tiling.tile_n},
+                     {"STAGES", stages}};
     auto kernel = ctx.kernel("gemm", k);
     if (!kernel) return std::move(kernel).error();
     part.kernel = *kernel;
@@ -139,9 +149,9 @@ Result<RmsNormOp> RmsNormOp::create(gpu::Context& ctx, const gpu::Buffer& x, con
   uint64_t row_bytes = (uint64_t)H * 4;
   if (x.size() < max_tokens * row_bytes || out.size() < max_tokens * row_bytes || weight.size() < row_bytes ||
       meta.size() < 4)
-    return makeError(ErrorCode::kBadRequest, "rmsnorm: buffer too small",
-                     {{"x", x.size()}, {"out", out.size()}, {"weight", weight.size()}, {"H", H},
-                      {"max_tokens", max_tokens}});
+    return makeError(
+        ErrorCode::kBadRequest, "rmsnorm: buffer too small",
+        {{"x", x.size()}, {"out", out.size()}, {"weight", weight.size()}, {"H", H}, {"max_tokens", max_tokens}});
   if (&x == &out || &weight == &out || &meta == &out)
     return makeError(ErrorCode::kBadRequest, "rmsnorm: out must not alias x, weight or meta");
   if (max_tokens > ctx.limits().maxComputeWorkgroupsPerDimension)

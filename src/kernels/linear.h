@@ -5,12 +5,12 @@
 // dynamic: the GPU reads it from meta[0], record(tokens) only sizes the grid (tokens >= meta[0] is fine).
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "base/error.h"
 #include "gpu/context.h"
 #include "gpu/recorder.h"
-
-#include <cstdint>
-#include <vector>
 
 namespace ewgpu::kernels {
 
@@ -38,6 +38,7 @@ enum class Epilogue : int {
 struct GemmTiling {
   uint32_t tile_t = 64;  // tokens per workgroup tile
   uint32_t tile_n = 64;  // weight rows per workgroup tile
+  uint32_t stages = 0;   // workgroup buffers: 2 (one barrier per K step), 1, or 0 = 2 when it fits the limit
 };
 
 // Bytes of one chunk's packed weights / scales for `rows` rows of K inputs.

@@ -3,12 +3,6 @@
 // KERNELS.md (q3 padding codes are random too: the kernel must ignore them); outputs are poisoned with NaN, and
 // rows past T must stay poisoned. Tolerance: |gpu - ref| <= 1e-4 * (sum_k |x_k w_k| + |bias| + |residual|) (f32).
 // GemmBench.* prints GFLOP/s when EWGPU_GEMM_BENCH is set (1: the SwiftShader shape; "full": H200 shapes).
-#include "gpu/readback.h"
-#include "kernels/linear.h"
-#include "../gpu/gpu_test_util.h"
-
-#include "base/half.h"
-
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -19,6 +13,11 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include "../gpu/gpu_test_util.h"
+#include "base/half.h"
+#include "gpu/readback.h"
+#include "kernels/linear.h"
 
 namespace ewgpu::kernels {
 namespace {
@@ -34,10 +33,10 @@ bool isQ4(WeightFormat f) { return f == WeightFormat::kQ4F16 || f == WeightForma
 struct HostWeight {
   WeightFormat fmt;
   uint32_t N = 0, K = 0, groups = 0, group = 0, kpad = 0;
-  std::vector<uint32_t> codes;   // [N, kpad] (q4/q3)
-  std::vector<float> scales;     // [N, groups] (already rounded to f16 where stored as f16)
-  std::vector<float> values;     // [N, K] (q0; rounded to f16 for q0f16)
-  std::vector<double> deq;       // [N, K]
+  std::vector<uint32_t> codes;  // [N, kpad] (q4/q3)
+  std::vector<float> scales;    // [N, groups] (already rounded to f16 where stored as f16)
+  std::vector<float> values;    // [N, K] (q0; rounded to f16 for q0f16)
+  std::vector<double> deq;      // [N, K]
 };
 
 HostWeight randomWeight(WeightFormat fmt, uint32_t N, uint32_t K, std::mt19937& rng) {
@@ -135,8 +134,8 @@ struct Case {
 
 std::string describe(const Case& c) {
   char buf[160];
-  std::snprintf(buf, sizeof buf, "qfmt=%d epi=%d bias=%d T=%u N=%u K=%u split=%u tile=%ux%u", (int)c.fmt, (int)c.epi,
-                c.bias, c.T, c.N, c.K, c.split, c.tiling.tile_t, c.tiling.tile_n);
+  std::snprintf(buf, sizeof buf, "qfmt=%d epi=%d bias=%d T=%u N=%u K=%u split=%u tile=%ux%u stages=%u", (int)c.fmt,
+                (int)c.epi, c.bias, c.T, c.N, c.K, c.split, c.tiling.tile_t, c.tiling.tile_n, c.tiling.stages);
   return buf;
 }
 
@@ -237,11 +236,11 @@ void runCase(const Case& c) {
   EXPECT_EQ(bad, 0);
 }
 
-const WeightFormat kFormats[] = {WeightFormat::kQ4F16, WeightFormat::kQ4F32, WeightFormat::kQ0F16,
-                                 WeightFormat::kQ0F32, WeightFormat::kQ3F16};
+const WeightFormat kFormats[] = {WeightFormat::kQ4F16, WeightFormat::kQ4F32, WeightFormat::kQ0F16, WeightFormat::kQ0F32,
+                                 WeightFormat::kQ3F16};
 
 // Every format x epilogue x bias, with T cycling through 1, 7, 65, N off the tile size, two chunks for the
-// plain epilogues, and K multiples of 32 (q4, q0) or 80 / 120 / 96 (q3; 96 pads its last group of 40).
+// plain epilogues with bias, and K multiples of 32 (q4, q0) or 80 / 120 / 96 (q3; 96 pads its last group of 40).
 TEST(Gemm, EveryFormatEpilogueAndBiasMatchesTheReference) {
   const uint32_t Ts[] = {1, 7, 65};
   int i = 0;
@@ -251,7 +250,7 @@ TEST(Gemm, EveryFormatEpilogueAndBiasMatchesTheReference) {
         uint32_t T = Ts[i % 3];
         uint32_t K = isQ3(f) ? (uint32_t[]){80, 120, 96}[i % 3] : (uint32_t[]){96, 64, 160}[i % 3];
         uint32_t N = e == Epilogue::kSwiGlu ? 2 * 37 : 72 + 8 * (i % 4);
-        uint32_t split = e == Epilogue::kSwiGlu ? 0 : 40;
+        uint32_t split = e == Epilogue::kSwiGlu || !b ? 0 : 40;  // two chunks where bias[ROW_OFFSET + n] matters
         runCase({f, e, b, T, N, K, split, {}});
         ++i;
       }
@@ -260,7 +259,8 @@ TEST(Gemm, EveryFormatEpilogueAndBiasMatchesTheReference) {
 }
 
 TEST(Gemm, OddTokenCountsAndSingleChunk) {
-  for (uint32_t T : {1u, 7u, 65u, 130u}) runCase({WeightFormat::kQ4F16, Epilogue::kStore, true, T, 100, 64, 0, {}});
+  for (uint32_t T : {1u, 7u, 65u, 130u})
+    runCase({WeightFormat::kQ4F16, Epilogue::kStore, true, T, 100, 64, 0, {64, 64, T % 2 ? 1u : 2u}});
 }
 
 TEST(Gemm, LargerTilesEveryFormat) {
@@ -270,7 +270,7 @@ TEST(Gemm, LargerTilesEveryFormat) {
     uint32_t K = isQ3(f) ? 120 : 64;
     runCase({f, Epilogue::kStore, false, 130, 200, K, 136, tiling});
     runCase({f, Epilogue::kSwiGlu, true, 65, 2 * 70, K, 0, tiling});
-    runCase({f, Epilogue::kResidualAdd, true, 7, 96, K, 0, {128, 64}});
+    runCase({f, Epilogue::kResidualAdd, true, 7, 96, K, 0, {128, 64, 1}});
     ++i;
   }
 }
@@ -289,7 +289,7 @@ TEST(Gemm, RejectsBadShapes) {
   lw.chunk_rows = {15};  // does not sum to N
   EXPECT_FALSE(GemmOp::create(ctx, lw, x, y, m, Epilogue::kStore, 4).ok());
   lw.chunk_rows = {16};
-  EXPECT_FALSE(GemmOp::create(ctx, lw, x, x, m, Epilogue::kStore, 4).ok());  // y aliases x
+  EXPECT_FALSE(GemmOp::create(ctx, lw, x, x, m, Epilogue::kStore, 4).ok());     // y aliases x
   EXPECT_FALSE(GemmOp::create(ctx, lw, x, y, m, Epilogue::kStore, 1000).ok());  // x too small
   EXPECT_TRUE(GemmOp::create(ctx, lw, x, y, m, Epilogue::kStore, 4).ok());
 }
@@ -401,10 +401,10 @@ void benchOne(const BenchShape& b) {
     if (ns.ok() && *ns > 0) sec = *ns * 1e-9;
   }
   double per = sec / reps;
-  std::printf("gemm %-6s T=%-5u N=%-6u K=%-6u tile=%3ux%-3u  %9.3f ms  %9.1f GFLOP/s  (%s, %d reps)\n",
+  std::printf("gemm %-6s T=%-5u N=%-6u K=%-6u tile=%3ux%-3u st=%u  %9.3f ms  %9.1f GFLOP/s  (%s, %d reps)\n",
               (const char*[]){"q4f16", "q4f32", "q0f16", "q0f32", "q3f16"}[(int)b.fmt], b.T, b.N, b.K, b.tiling.tile_t,
-              b.tiling.tile_n, per * 1e3, op->flops(b.T) / per * 1e-9, gpu_time ? "gpu timestamps" : "wall clock",
-              reps);
+              b.tiling.tile_n, b.tiling.stages, per * 1e3, op->flops(b.T) / per * 1e-9,
+              gpu_time ? "gpu timestamps" : "wall clock", reps);
   std::fflush(stdout);
 }
 
@@ -413,10 +413,10 @@ TEST(GemmBench, PrintsThroughput) {
   if (!mode) GTEST_SKIP() << "set EWGPU_GEMM_BENCH=1 (64x1024x1024 q4) or =full (prefill shapes x tilings)";
   std::printf("adapter: %s\n", sharedContext().info().toJson().dump().c_str());
   if (std::string(mode) != "full") {
-    benchOne({64, 1024, 1024, WeightFormat::kQ4F16, {64, 64}});
+    benchOne({64, 1024, 1024, WeightFormat::kQ4F16, {64, 64, 2}});
     return;
   }
-  const GemmTiling tilings[] = {{64, 64}, {64, 128}, {128, 64}, {128, 128}};
+  const GemmTiling tilings[] = {{64, 64, 2}, {64, 64, 1}, {64, 128, 2}, {128, 64, 2}, {128, 128, 2}, {128, 128, 1}};
   const uint32_t shapes[][3] = {{512, 2048, 8192}, {512, 8192, 2048}, {512, 4096, 4096}, {512, 1024, 1024}};
   for (auto& sh : shapes)
     for (WeightFormat f : {WeightFormat::kQ4F16, WeightFormat::kQ0F32, WeightFormat::kQ3F16})
