@@ -3,22 +3,20 @@
 // sentences as one word) use a min-heap of candidate merges over a linked list of symbols.
 #include "tokenizer/bpe.h"
 
-#include "tokenizer/utf8.h"
-
 #include <algorithm>
 #include <cstdio>
 #include <queue>
 
+#include "tokenizer/utf8.h"
+
 namespace ewgpu {
 
 namespace {
-constexpr size_t kSmallWord = 24;         // symbols; at or below this the linear scan is faster
-constexpr size_t kMaxCachedWord = 128;    // bytes; longer words rarely repeat
+constexpr size_t kSmallWord = 24;       // symbols; at or below this the linear scan is faster
+constexpr size_t kMaxCachedWord = 128;  // bytes; longer words rarely repeat
 constexpr size_t kMaxCacheEntries = 1 << 18;
 
-Error modelError(std::string problem) {
-  return makeError(ErrorCode::kBadRequest, std::move(problem));
-}
+Error modelError(std::string problem) { return makeError(ErrorCode::kBadRequest, std::move(problem)); }
 }  // namespace
 
 const ByteLevelAlphabet& ByteLevelAlphabet::get() {
@@ -181,8 +179,10 @@ void BpeModel::initialSymbols(std::string_view word, std::vector<Symbol>& syms) 
   if (byteLevel_) {
     for (char c : word) {
       const int32_t id = byteIds_[static_cast<uint8_t>(c)];
-      if (id >= 0) push(id);
-      else if (unkId_ >= 0) push(unkId_);
+      if (id >= 0)
+        push(id);
+      else if (unkId_ >= 0)
+        push(unkId_);
     }
   } else {
     bool lastWasUnk = false;
@@ -264,8 +264,10 @@ void BpeModel::mergeHeap(std::vector<Symbol>& syms) const {
 void BpeModel::runMerges(std::string_view word, std::vector<int32_t>& out) const {
   thread_local std::vector<Symbol> syms;
   initialSymbols(word, syms);
-  if (syms.size() <= kSmallWord) mergeSmall(syms);
-  else mergeHeap(syms);
+  if (syms.size() <= kSmallWord)
+    mergeSmall(syms);
+  else
+    mergeHeap(syms);
   for (const auto& s : syms) out.push_back(s.id);
 }
 

@@ -18,8 +18,8 @@ struct Regex::Code {
 Result<Regex> Regex::compile(std::string_view pattern) {
   int err = 0;
   PCRE2_SIZE errOffset = 0;
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                   PCRE2_UTF | PCRE2_UCP, &err, &errOffset, nullptr);
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), PCRE2_UTF | PCRE2_UCP,
+                                   &err, &errOffset, nullptr);
   if (!code) {
     PCRE2_UCHAR msg[256];
     pcre2_get_error_message(err, msg, sizeof(msg));
@@ -59,9 +59,9 @@ bool Regex::MatchCursor::next(size_t* begin, size_t* end) {
   if (!md) return false;
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text_.data());
   while (pos_ <= text_.size()) {
-    int rc = re_.code_->jit ? pcre2_jit_match(re_.code_->code, subject, text_.size(), pos_, 0, md, nullptr)
-                            : pcre2_match(re_.code_->code, subject, text_.size(), pos_, PCRE2_NO_UTF_CHECK, md,
-                                          nullptr);
+    int rc = re_.code_->jit
+                 ? pcre2_jit_match(re_.code_->code, subject, text_.size(), pos_, 0, md, nullptr)
+                 : pcre2_match(re_.code_->code, subject, text_.size(), pos_, PCRE2_NO_UTF_CHECK, md, nullptr);
     if (rc < 0) return false;  // no (further) match, or a matching limit: treat as no match
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
     size_t b = ov[0], e = ov[1];

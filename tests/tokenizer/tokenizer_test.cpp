@@ -1,20 +1,20 @@
 // Unit tests of the tokenizer stages on small hand-written tokenizer.json files: load errors, split
 // behaviours, normalizers, added-token flags, the BPE merge loop against a naive oracle on random words,
 // byte-level and byte-fallback decoding, and the streaming detokenizer on invalid / split UTF-8.
-#include "tokenizer/bpe.h"
-#include "tokenizer/normalizer.h"
-#include "tokenizer/pretokenizer.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
 
 #include <gtest/gtest.h>
-
 #include <utf8proc.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <random>
+
+#include "tokenizer/bpe.h"
+#include "tokenizer/normalizer.h"
+#include "tokenizer/pretokenizer.h"
+#include "tokenizer/utf8.h"
 
 namespace ewgpu {
 namespace {
@@ -60,7 +60,9 @@ TEST(Tokenizer, LoadErrorsAreTypedWithFileAndProblem) {
   EXPECT_EQ(missing.error().code, ErrorCode::kInvalidModelFolder);
   EXPECT_EQ(missing.error().detail["file"], "/nonexistent/dir/tokenizer.json");
   const std::vector<std::string> bad = {
-      "not json", "[]", R"({"model": {"type": "WordPiece", "vocab": {}}})",
+      "not json",
+      "[]",
+      R"({"model": {"type": "WordPiece", "vocab": {}}})",
       R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "normalizer": {"type": "Precompiled"}})",
       R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
           "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(unclosed"}, "behavior": "Isolated"}})",
@@ -104,9 +106,8 @@ TEST(Tokenizer, SplitBehaviours) {
 
 TEST(Tokenizer, LookAheadInTheQwenPatternNeedsABacktrackingEngine) {
   // \s+(?!\S) leaves the last space of a run for the next word: "a   b" -> "a", "  ", " b".
-  auto p = PreTokenizer::fromJson({{"type", "Split"},
-                                   {"pattern", {{"Regex", R"( ?\p{L}+|\s+(?!\S)|\s+)"}}},
-                                   {"behavior", "Isolated"}});
+  auto p = PreTokenizer::fromJson(
+      {{"type", "Split"}, {"pattern", {{"Regex", R"( ?\p{L}+|\s+(?!\S)|\s+)"}}}, {"behavior", "Isolated"}});
   ASSERT_TRUE(p.ok());
   Words w;
   p->split("a   b", true, w);
@@ -131,7 +132,10 @@ TEST(Tokenizer, Normalizers) {
          {"normalizers",
           {{{"type", "Prepend"}, {"prepend", "\xE2\x96\x81"}},
            {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\xE2\x96\x81"}}}}},
-        "a b", "\xE2\x96\x81" "a\xE2\x96\x81" "b");
+        "a b",
+        "\xE2\x96\x81"
+        "a\xE2\x96\x81"
+        "b");
   check({{"type", "Replace"}, {"pattern", {{"Regex", "[0-9]+"}}}, {"content", "#"}}, "a1b22c", "a#b#c");
   check({{"type", "Strip"}, {"strip_left", true}, {"strip_right", true}}, " \t x y \n", "x y");
   check({{"type", "Prepend"}, {"prepend", "_"}}, "", "");
@@ -139,17 +143,36 @@ TEST(Tokenizer, Normalizers) {
 
 TEST(Tokenizer, AddedTokenFlags) {
   json j = byteLevelJson({});
-  j["added_tokens"] = {
-      {{"id", 300}, {"content", "<x>"}, {"lstrip", true}, {"rstrip", false}, {"single_word", false},
-       {"normalized", false}, {"special", true}},
-      {{"id", 301}, {"content", "<y>"}, {"lstrip", false}, {"rstrip", true}, {"single_word", false},
-       {"normalized", false}, {"special", false}},
-      {{"id", 302}, {"content", "cat"}, {"lstrip", false}, {"rstrip", false}, {"single_word", true},
-       {"normalized", false}, {"special", false}},
-      {{"id", 303}, {"content", "<x>y"}, {"lstrip", false}, {"rstrip", false}, {"single_word", false},
-       {"normalized", false}, {"special", false}}};
+  j["added_tokens"] = {{{"id", 300},
+                        {"content", "<x>"},
+                        {"lstrip", true},
+                        {"rstrip", false},
+                        {"single_word", false},
+                        {"normalized", false},
+                        {"special", true}},
+                       {{"id", 301},
+                        {"content", "<y>"},
+                        {"lstrip", false},
+                        {"rstrip", true},
+                        {"single_word", false},
+                        {"normalized", false},
+                        {"special", false}},
+                       {{"id", 302},
+                        {"content", "cat"},
+                        {"lstrip", false},
+                        {"rstrip", false},
+                        {"single_word", true},
+                        {"normalized", false},
+                        {"special", false}},
+                       {{"id", 303},
+                        {"content", "<x>y"},
+                        {"lstrip", false},
+                        {"rstrip", false},
+                        {"single_word", false},
+                        {"normalized", false},
+                        {"special", false}}};
   const Tokenizer t = load(j);
-  const int32_t sp = *t.tokenToId("\xC4\xA0");  // "Ġ" = byte 0x20
+  const int32_t sp = *t.tokenToId("\xC4\xA0");                      // "Ġ" = byte 0x20
   EXPECT_EQ(t.encode("a  <x>"), (std::vector<int32_t>{'a', 300}));  // lstrip absorbs both spaces
   EXPECT_EQ(t.encode("<y>  a"), (std::vector<int32_t>{301, 'a'}));
   EXPECT_EQ(t.encode("a cat"), (std::vector<int32_t>{'a', sp, 302}));
@@ -162,7 +185,8 @@ TEST(Tokenizer, AddedTokenFlags) {
 }
 
 // Naive BPE over strings: the oracle for the merge loop (lowest rank first, leftmost on ties).
-std::vector<std::string> naiveBpe(const std::string& word, const std::map<std::pair<std::string, std::string>, int>& ranks) {
+std::vector<std::string> naiveBpe(const std::string& word,
+                                  const std::map<std::pair<std::string, std::string>, int>& ranks) {
   std::vector<std::string> syms;
   for (size_t i = 0; i < word.size(); i += utf8::leadLength(static_cast<uint8_t>(word[i])))
     syms.push_back(word.substr(i, utf8::leadLength(static_cast<uint8_t>(word[i]))));
@@ -229,11 +253,13 @@ TEST(Tokenizer, CharacterLevelMergeLoopMatchesNaiveBpeOnLongWords) {
       if (!vocab.contains(l + r)) vocab[l + r] = static_cast<int>(vocab.size());
       symbols.push_back(l + r);
     }
-    const json j = {{"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}, {"unk_token", "<unk>"}}},
-                    {"normalizer", {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", meta}}},
-                    {"decoder", {{"type", "Sequence"},
-                                 {"decoders", {{{"type", "Replace"}, {"pattern", {{"String", meta}}}, {"content", " "}},
-                                               {{"type", "Fuse"}}}}}}};
+    const json j = {
+        {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}, {"unk_token", "<unk>"}}},
+        {"normalizer", {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", meta}}},
+        {"decoder",
+         {{"type", "Sequence"},
+          {"decoders",
+           {{{"type", "Replace"}, {"pattern", {{"String", meta}}}, {"content", " "}}, {{"type", "Fuse"}}}}}}};
     const Tokenizer t = load(j);
     for (int w = 0; w < 30; ++w) {
       std::string text;
@@ -250,9 +276,9 @@ TEST(Tokenizer, CharacterLevelMergeLoopMatchesNaiveBpeOnLongWords) {
 TEST(Tokenizer, NfcMatchesUtf8procOnRandomStrings) {
   // ASCII, precomposed letters, combining marks (in and out of canonical order), Hangul jamo and
   // syllables, singletons (Å sign, Ohm), CJK, emoji.
-  const std::vector<uint32_t> pool = {'a', 'e', 'A', ' ', 0xE9, 0xC5, 0x301, 0x300, 0x323, 0x308, 0x30A, 0x1100,
-                                      0x1161, 0x11A8, 0xAC00, 0x212B, 0x2126, 0x4E2D, 0x1F600, 0x3099, 0x304B,
-                                      0x0915, 0x093C, 0x0B47, 0x0B3E};
+  const std::vector<uint32_t> pool = {'a',     'e',    'A',    ' ',    0xE9,   0xC5,   0x301,  0x300,  0x323,
+                                      0x308,   0x30A,  0x1100, 0x1161, 0x11A8, 0xAC00, 0x212B, 0x2126, 0x4E2D,
+                                      0x1F600, 0x3099, 0x304B, 0x0915, 0x093C, 0x0B47, 0x0B3E};
   auto n = Normalizer::fromJson({{"type", "NFC"}});
   ASSERT_TRUE(n.ok());
   std::mt19937 rng(5);
@@ -270,14 +296,20 @@ TEST(Tokenizer, NfcMatchesUtf8procOnRandomStrings) {
 
 TEST(Tokenizer, InvalidUtf8IsEncodedAsItsLossyString) {
   const Tokenizer t = load(byteLevelJson({{"\xC3\xAF", "\xC2\xBF"}}));  // "ï" "¿": bytes EF BF
-  const std::vector<std::string> inputs = {"a\xFF" "b", "\xE4\xB8", "x\xED\xA0\x80y", "\xF0\x9F\x98"};
+  const std::vector<std::string> inputs = {
+      "a\xFF"
+      "b",
+      "\xE4\xB8", "x\xED\xA0\x80y", "\xF0\x9F\x98"};
   for (const auto& in : inputs) {
     const std::string lossy = utf8::toValidLossy(in);
     EXPECT_NE(lossy, in);
     EXPECT_EQ(t.encode(in), t.encode(lossy));
     EXPECT_EQ(t.decode(t.encode(in)), lossy);
   }
-  EXPECT_EQ(utf8::toValidLossy("a\xF0\x9F\x98" "b"), "a\xEF\xBF\xBD" "b");        // one U+FFFD per subpart
+  EXPECT_EQ(utf8::toValidLossy("a\xF0\x9F\x98"
+                               "b"),
+            "a\xEF\xBF\xBD"
+            "b");                                                                         // one U+FFFD per subpart
   EXPECT_EQ(utf8::toValidLossy("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate: 3
 }
 
@@ -304,7 +336,9 @@ TEST(Tokenizer, StreamingByteLevelHoldsIncompleteCharacters) {
   EXPECT_EQ(d[3], "\xEF\xBF\xBD");  // FF can never start a character: replaced at once
   EXPECT_EQ(d[4], "x");
   EXPECT_EQ(d[5], "");
-  EXPECT_EQ(d[6], "\xEF\xBF\xBD" "A");
+  EXPECT_EQ(d[6],
+            "\xEF\xBF\xBD"
+            "A");
   EXPECT_EQ(d[7], "");
   EXPECT_EQ(d[8], "");
   EXPECT_EQ(d[9], "\xEF\xBF\xBD");  // flush: the truncated F0 9F
@@ -339,8 +373,8 @@ TEST(Tokenizer, ByteFallbackDecodeAndStreaming) {
   };
   const int32_t hello = *t->tokenToId("\xE2\x96\x81Hello");
   // A complete character from byte tokens, an unfinished run cut by a normal token, a dead byte.
-  const std::vector<int32_t> ids = {hello, byteId(0xE4), byteId(0xB8), byteId(0xAD), hello, byteId(0xE4),
-                                    hello, byteId(0xFF)};
+  const std::vector<int32_t> ids = {hello, byteId(0xE4), byteId(0xB8), byteId(0xAD),
+                                    hello, byteId(0xE4), hello,        byteId(0xFF)};
   const std::string expected = "Hello\xE4\xB8\xAD Hello\xEF\xBF\xBD Hello\xEF\xBF\xBD";
   EXPECT_EQ(t->decode(ids), expected);  // leading space stripped, one U+FFFD per bad byte
   std::vector<std::string> d;
