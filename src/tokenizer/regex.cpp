@@ -46,13 +46,25 @@ Result<Regex> Regex::literal(std::string_view literal) {
   return compile(quoted);
 }
 
+namespace {
+// One match-data block per thread, reused by every cursor: only the whole match (ovector pair 0) is read,
+// so one pair is enough for any pattern. Nested cursors are safe too: next() reads the ovector right after
+// its own match and keeps its position in the cursor.
+pcre2_match_data* threadMatchData() {
+  struct Holder {
+    pcre2_match_data* md = pcre2_match_data_create(1, nullptr);
+    ~Holder() { pcre2_match_data_free(md); }
+  };
+  thread_local Holder h;
+  return h.md;
+}
+}  // namespace
+
 Regex::MatchCursor::MatchCursor(const Regex& re, std::string_view text) : re_(re), text_(text) {
-  matchData_ = pcre2_match_data_create_from_pattern(re.code_->code, nullptr);
+  matchData_ = threadMatchData();
 }
 
-Regex::MatchCursor::~MatchCursor() {
-  if (matchData_) pcre2_match_data_free(static_cast<pcre2_match_data*>(matchData_));
-}
+Regex::MatchCursor::~MatchCursor() = default;
 
 bool Regex::MatchCursor::next(size_t* begin, size_t* end) {
   auto* md = static_cast<pcre2_match_data*>(matchData_);
