@@ -118,6 +118,10 @@ Result<BpeModel> BpeModel::fromJson(const nlohmann::json& model, bool byteLevel)
   }
   EWGPU_TRY(m.loadMerges(model.value("merges", nlohmann::json::array())));
   if (!byteLevel) m.collectCharPairs();
+  // Unknown characters become (fusable) unk only when some byte has no <0xXX> token to fall back to.
+  bool allFallback = m.byteFallback_;
+  for (int32_t id : m.fallbackIds_) allFallback = allFallback && id >= 0;
+  m.unksFuse_ = m.fuseUnk_ && m.unkId_ >= 0 && !allFallback;
   return m;
 }
 
@@ -285,16 +289,21 @@ void BpeModel::tokenizeWord(std::string_view word, std::vector<int32_t>& out) co
     tokenizeCached(word, out);
     return;
   }
-  // Cut the word where no merge can ever join the characters on both sides.
-  size_t start = 0, i = 0, len = 0;
+  // Cut the word where no merge can ever join the characters on both sides (when unks can fuse, only
+  // between two known characters: a run of unknown ones must stay together to become one unk).
+  auto known = [&](size_t b, size_t n) { return vocab_.find(word.substr(b, n)) != vocab_.end(); };
+  size_t start = 0, prevStart = 0, len = 0;
   uint32_t prev = utf8::decodeAt(word, 0, &len);
-  for (i = len; i < word.size(); i += len) {
+  size_t prevLen = len;
+  for (size_t i = len; i < word.size(); i += len) {
     const uint32_t cp = utf8::decodeAt(word, i, &len);
-    if (!canJoin(prev, cp)) {
+    if (!canJoin(prev, cp) && (!unksFuse_ || (known(prevStart, prevLen) && known(i, len)))) {
       tokenizeCached(word.substr(start, i - start), out);
       start = i;
     }
     prev = cp;
+    prevStart = i;
+    prevLen = len;
   }
   tokenizeCached(word.substr(start), out);
 }

@@ -114,6 +114,7 @@ class BpeModel {
   std::array<int32_t, 256> fallbackIds_{};  // byte_fallback: id of <0xXX>; -1 if missing
   int32_t unkId_ = -1;
   bool byteLevel_ = false, byteFallback_ = false, fuseUnk_ = false, ignoreMerges_ = false;
+  bool unksFuse_ = false;  // fuse_unk can apply: an unknown character may become unk
 
   // Word cache: word -> [offset, count) into cacheIds_. Guarded by cacheMutex_; cleared when full.
   struct Cache {

@@ -329,6 +329,26 @@ TEST(Tokenizer, CharacterLevelMergeLoopMatchesNaiveBpeOnLongWords) {
   }
 }
 
+TEST(Tokenizer, FuseUnkKeepsUnknownRunsTogetherInLongWords) {
+  const std::string m = "\xE2\x96\x81";
+  const json j = {{"model",
+                   {{"type", "BPE"},
+                    {"vocab", {{"<unk>", 0}, {"a", 1}, {m, 2}, {m + "a", 3}}},
+                    {"merges", {m + " a"}},
+                    {"unk_token", "<unk>"},
+                    {"fuse_unk", true}}},
+                  {"normalizer", {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", m}}}};
+  const Tokenizer t = load(j);
+  std::string text = "a";
+  for (int i = 0; i < 16; ++i) text += " a";
+  text += " xyz a";  // a 70-byte word: long enough to be cut, with an unknown run inside
+  std::vector<int32_t> expected = {1};
+  for (int i = 0; i < 16; ++i) expected.push_back(3);
+  for (int32_t id : {2, 0, 3}) expected.push_back(id);
+  EXPECT_EQ(t.encode(text), expected);
+  EXPECT_EQ(t.encode("xyz"), std::vector<int32_t>{0});
+}
+
 TEST(Tokenizer, NfcMatchesUtf8procOnRandomStrings) {
   // ASCII, precomposed letters, combining marks (in and out of canonical order), Hangul jamo and
   // syllables, singletons (Å sign, Ohm), CJK, emoji.
