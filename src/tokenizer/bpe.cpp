@@ -3,22 +3,20 @@
 // sentences as one word) use a min-heap of candidate merges over a linked list of symbols.
 #include "tokenizer/bpe.h"
 
-#include "tokenizer/utf8.h"
-
 #include <algorithm>
 #include <cstdio>
 #include <queue>
 
+#include "tokenizer/utf8.h"
+
 namespace ewgpu {
 
 namespace {
-constexpr size_t kSmallWord = 24;         // symbols; at or below this the linear scan is faster
-constexpr size_t kMaxCachedWord = 128;    // bytes; longer words rarely repeat
+constexpr size_t kSmallWord = 24;       // symbols; at or below this the linear scan is faster
+constexpr size_t kMaxCachedWord = 128;  // bytes; longer words rarely repeat
 constexpr size_t kMaxCacheEntries = 1 << 18;
 
-Error modelError(std::string problem) {
-  return makeError(ErrorCode::kBadRequest, std::move(problem));
-}
+Error modelError(std::string problem) { return makeError(ErrorCode::kBadRequest, std::move(problem)); }
 }  // namespace
 
 const ByteLevelAlphabet& ByteLevelAlphabet::get() {
@@ -120,6 +118,10 @@ Result<BpeModel> BpeModel::fromJson(const nlohmann::json& model, bool byteLevel)
   }
   EWGPU_TRY(m.loadMerges(model.value("merges", nlohmann::json::array())));
   if (!byteLevel) m.collectCharPairs();
+  // Unknown characters become (fusable) unk only when some byte has no <0xXX> token to fall back to.
+  bool allFallback = m.byteFallback_;
+  for (int32_t id : m.fallbackIds_) allFallback = allFallback && id >= 0;
+  m.unksFuse_ = m.fuseUnk_ && m.unkId_ >= 0 && !allFallback;
   return m;
 }
 
@@ -181,8 +183,10 @@ void BpeModel::initialSymbols(std::string_view word, std::vector<Symbol>& syms) 
   if (byteLevel_) {
     for (char c : word) {
       const int32_t id = byteIds_[static_cast<uint8_t>(c)];
-      if (id >= 0) push(id);
-      else if (unkId_ >= 0) push(unkId_);
+      if (id >= 0)
+        push(id);
+      else if (unkId_ >= 0)
+        push(unkId_);
     }
   } else {
     bool lastWasUnk = false;
@@ -264,8 +268,10 @@ void BpeModel::mergeHeap(std::vector<Symbol>& syms) const {
 void BpeModel::runMerges(std::string_view word, std::vector<int32_t>& out) const {
   thread_local std::vector<Symbol> syms;
   initialSymbols(word, syms);
-  if (syms.size() <= kSmallWord) mergeSmall(syms);
-  else mergeHeap(syms);
+  if (syms.size() <= kSmallWord)
+    mergeSmall(syms);
+  else
+    mergeHeap(syms);
   for (const auto& s : syms) out.push_back(s.id);
 }
 
@@ -283,16 +289,21 @@ void BpeModel::tokenizeWord(std::string_view word, std::vector<int32_t>& out) co
     tokenizeCached(word, out);
     return;
   }
-  // Cut the word where no merge can ever join the characters on both sides.
-  size_t start = 0, i = 0, len = 0;
+  // Cut the word where no merge can ever join the characters on both sides (when unks can fuse, only
+  // between two known characters: a run of unknown ones must stay together to become one unk).
+  auto known = [&](size_t b, size_t n) { return vocab_.find(word.substr(b, n)) != vocab_.end(); };
+  size_t start = 0, prevStart = 0, len = 0;
   uint32_t prev = utf8::decodeAt(word, 0, &len);
-  for (i = len; i < word.size(); i += len) {
+  size_t prevLen = len;
+  for (size_t i = len; i < word.size(); i += len) {
     const uint32_t cp = utf8::decodeAt(word, i, &len);
-    if (!canJoin(prev, cp)) {
+    if (!canJoin(prev, cp) && (!unksFuse_ || (known(prevStart, prevLen) && known(i, len)))) {
       tokenizeCached(word.substr(start, i - start), out);
       start = i;
     }
     prev = cp;
+    prevStart = i;
+    prevLen = len;
   }
   tokenizeCached(word.substr(start), out);
 }

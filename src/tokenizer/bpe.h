@@ -13,18 +13,17 @@
 // before.
 #pragma once
 
-#include "base/error.h"
-
-#include <nlohmann/json.hpp>
-
 #include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "base/error.h"
 
 namespace ewgpu {
 
@@ -103,18 +102,19 @@ class BpeModel {
     return charPairs_.find(static_cast<int32_t>(leftCp), static_cast<int32_t>(rightCp)) != nullptr;
   }
 
-  StringIdMap vocab_;                  // token string (as in the JSON) -> id
-  StringIdMap byteVocab_;              // byte-level only: raw bytes -> id
+  StringIdMap vocab_;      // token string (as in the JSON) -> id
+  StringIdMap byteVocab_;  // byte-level only: raw bytes -> id
   std::vector<std::string> idToToken_;
   MergeTable merges_;
   // Character-level only: every pair of code points that sits side by side inside some vocab token. A word
   // boundary between two characters that never do can never be crossed by a merge, so long words (whole
   // sentences in SentencePiece-style files) are cut there and the pieces go through the word cache.
   MergeTable charPairs_;
-  std::array<int32_t, 256> byteIds_{};          // byte-level: id of each single byte; -1 if missing
-  std::array<int32_t, 256> fallbackIds_{};      // byte_fallback: id of <0xXX>; -1 if missing
+  std::array<int32_t, 256> byteIds_{};      // byte-level: id of each single byte; -1 if missing
+  std::array<int32_t, 256> fallbackIds_{};  // byte_fallback: id of <0xXX>; -1 if missing
   int32_t unkId_ = -1;
   bool byteLevel_ = false, byteFallback_ = false, fuseUnk_ = false, ignoreMerges_ = false;
+  bool unksFuse_ = false;  // fuse_unk can apply: an unknown character may become unk
 
   // Word cache: word -> [offset, count) into cacheIds_. Guarded by cacheMutex_; cleared when full.
   struct Cache {

@@ -115,8 +115,9 @@ std::vector<std::string> ConvTemplate::builtinNames() {
 
 Result<ConvTemplate> ConvTemplate::builtin(std::string_view name) {
   auto j = builtinJson(name);
-  if (!j) return makeError(ErrorCode::kBadRequest, "unknown conversation template " + std::string(name),
-                           {{"name", std::string(name)}, {"known", builtinNames()}});
+  if (!j)
+    return makeError(ErrorCode::kBadRequest, "unknown conversation template " + std::string(name),
+                     {{"name", std::string(name)}, {"known", builtinNames()}});
   return fromJson(*j);
 }
 
@@ -137,8 +138,7 @@ Result<ConvTemplate> ConvTemplate::fromJson(const nlohmann::json& j) {
             readField(j, "add_role_after_system_message", t.addRoleAfterSystemMessage_, problem) &&
             readField(j, "roles", t.roles_, problem) && readField(j, "seps", t.seps_, problem) &&
             readField(j, "role_content_sep", t.roleContentSep_, problem) &&
-            readField(j, "role_empty_sep", t.roleEmptySep_, problem) &&
-            readField(j, "stop_str", t.stopStr_, problem) &&
+            readField(j, "role_empty_sep", t.roleEmptySep_, problem) && readField(j, "stop_str", t.stopStr_, problem) &&
             readField(j, "stop_token_ids", t.stopTokenIds_, problem) &&
             readField(j, "strip_reasoning_in_history", t.stripReasoningInHistory_, problem) &&
             readField(j, "messages", history, problem);
@@ -154,8 +154,8 @@ Result<ConvTemplate> ConvTemplate::fromJson(const nlohmann::json& j) {
   for (const auto& m : history) {
     if (!m.is_array() || m.size() != 2 || !m[0].is_string() || !(m[1].is_string() || m[1].is_null()))
       return configError("messages entries must be [role, content|null]");
-    t.messages_.push_back({m[0].get<std::string>(),
-                           m[1].is_null() ? std::nullopt : std::optional<std::string>(m[1].get<std::string>())});
+    t.messages_.push_back(
+        {m[0].get<std::string>(), m[1].is_null() ? std::nullopt : std::optional<std::string>(m[1].get<std::string>())});
   }
   return t;
 }
@@ -212,8 +212,10 @@ Result<std::string> ConvTemplate::render(std::span<const ChatMessage> messages, 
   // 4. The generation header.
   if (addGenerationHeader) {
     const std::string& assistant = roles_.at("assistant");
-    if (enableThinking) buf += assistant + roleEmptySep_;
-    else buf += assistant + roleContentSep_ + "<think>\n\n</think>\n\n";
+    if (enableThinking)
+      buf += assistant + roleEmptySep_;
+    else
+      buf += assistant + roleContentSep_ + "<think>\n\n</think>\n\n";
   }
   return buf;
 }

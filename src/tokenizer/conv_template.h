@@ -5,18 +5,17 @@
 // encode(prompt) (add_special_tokens = false, so template markers become their special-token ids).
 #pragma once
 
-#include "base/error.h"
-#include "tokenizer/tokenizer.h"
-
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/error.h"
+#include "tokenizer/tokenizer.h"
 
 namespace ewgpu {
 

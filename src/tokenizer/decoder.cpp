@@ -26,10 +26,14 @@ int parseByteToken(std::string_view t) {  // "<0xAB>" -> 0xAB, else -1
   int v = 0;
   for (char c : t.substr(3, 2)) {
     v <<= 4;
-    if (c >= '0' && c <= '9') v |= c - '0';
-    else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
-    else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
-    else return -1;
+    if (c >= '0' && c <= '9')
+      v |= c - '0';
+    else if (c >= 'A' && c <= 'F')
+      v |= c - 'A' + 10;
+    else if (c >= 'a' && c <= 'f')
+      v |= c - 'a' + 10;
+    else
+      return -1;
   }
   return v;
 }
@@ -69,8 +73,10 @@ Status Decoder::collect(const nlohmann::json& j, std::vector<Step>& steps) {
 Result<Decoder> Decoder::fromJson(const nlohmann::json& j, const std::vector<std::string>& tokens) {
   Decoder d;
   std::vector<Step> steps;
-  if (j.is_null()) d.joinWithSpace_ = true;
-  else EWGPU_TRY(collect(j, steps));
+  if (j.is_null())
+    d.joinWithSpace_ = true;
+  else
+    EWGPU_TRY(collect(j, steps));
 
   // Whole-text strips: a Strip after Fuse (or after a ByteLevel, which fuses), Metaspace's first-token space.
   bool fused = false;
@@ -129,7 +135,8 @@ std::string Decoder::decode(std::span<const int32_t> ids) const {
   bool firstPiece = true;
   auto flushRun = [&] {
     if (run.empty()) return;
-    if (utf8::isValid(run)) bytes += run;
+    if (utf8::isValid(run))
+      bytes += run;
     else
       for (size_t i = 0; i < run.size(); ++i) bytes += utf8::kReplacement;
     run.clear();

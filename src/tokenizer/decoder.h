@@ -9,15 +9,14 @@
 // and the leading/trailing Strip of the fused text.
 #pragma once
 
-#include "base/error.h"
-
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/error.h"
 
 namespace ewgpu {
 
@@ -30,9 +29,7 @@ class Decoder {
   std::string decode(std::span<const int32_t> ids) const;
 
   // Per-id piece: its bytes and, for a byte-fallback token, its byte value (else -1).
-  std::string_view piece(int32_t id) const {
-    return {arena_.data() + offsets_[id], offsets_[id + 1] - offsets_[id]};
-  }
+  std::string_view piece(int32_t id) const { return {arena_.data() + offsets_[id], offsets_[id + 1] - offsets_[id]}; }
   int byteValue(int32_t id) const { return byteValue_[id]; }
   bool known(int32_t id) const { return id >= 0 && static_cast<size_t>(id) + 1 < offsets_.size(); }
 

@@ -2,11 +2,11 @@
 // normalization form, so that common case never reaches utf8proc.
 #include "tokenizer/normalizer.h"
 
-#include "tokenizer/utf8.h"
-
 #include <utf8proc.h>
 
 #include <cstdlib>
+
+#include "tokenizer/utf8.h"
 
 namespace ewgpu {
 
@@ -21,9 +21,9 @@ bool isAscii(std::string_view s) {
 void utf8procMap(std::string& text, int options) {
   if (isAscii(text)) return;
   utf8proc_uint8_t* out = nullptr;
-  utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
-                                    static_cast<utf8proc_ssize_t>(text.size()), &out,
-                                    static_cast<utf8proc_option_t>(options | UTF8PROC_STABLE));
+  utf8proc_ssize_t n =
+      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()), static_cast<utf8proc_ssize_t>(text.size()),
+                   &out, static_cast<utf8proc_option_t>(options | UTF8PROC_STABLE));
   if (n >= 0 && out) text.assign(reinterpret_cast<char*>(out), static_cast<size_t>(n));
   std::free(out);  // on failure (never for well-formed input) the text stays unnormalized
 }
@@ -144,12 +144,18 @@ Status Normalizer::addSteps(const nlohmann::json& j, std::vector<Step>& steps) {
     return {};
   }
   Step s;
-  if (type == "NFC") s.kind = Kind::kNfc;
-  else if (type == "NFD") s.kind = Kind::kNfd;
-  else if (type == "NFKC") s.kind = Kind::kNfkc;
-  else if (type == "NFKD") s.kind = Kind::kNfkd;
-  else if (type == "Lowercase") s.kind = Kind::kLowercase;
-  else if (type == "StripAccents") s.kind = Kind::kStripAccents;
+  if (type == "NFC")
+    s.kind = Kind::kNfc;
+  else if (type == "NFD")
+    s.kind = Kind::kNfd;
+  else if (type == "NFKC")
+    s.kind = Kind::kNfkc;
+  else if (type == "NFKD")
+    s.kind = Kind::kNfkd;
+  else if (type == "Lowercase")
+    s.kind = Kind::kLowercase;
+  else if (type == "StripAccents")
+    s.kind = Kind::kStripAccents;
   else if (type == "Prepend") {
     s.kind = Kind::kPrepend;
     s.text = j.value("prepend", "");
@@ -180,13 +186,27 @@ Status Normalizer::addSteps(const nlohmann::json& j, std::vector<Step>& steps) {
 
 void Normalizer::applyStep(const Step& s, std::string& text, std::string& scratch) {
   switch (s.kind) {
-    case Kind::kNfc: nfc(text, scratch); break;
-    case Kind::kNfd: utf8procMap(text, UTF8PROC_DECOMPOSE); break;
-    case Kind::kNfkc: utf8procMap(text, UTF8PROC_COMPOSE | UTF8PROC_COMPAT); break;
-    case Kind::kNfkd: utf8procMap(text, UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT); break;
-    case Kind::kStripAccents: utf8procMap(text, UTF8PROC_DECOMPOSE | UTF8PROC_STRIPMARK); break;
-    case Kind::kLowercase: lowercase(text, scratch); break;
-    case Kind::kStrip: strip(text, s.left, s.right); break;
+    case Kind::kNfc:
+      nfc(text, scratch);
+      break;
+    case Kind::kNfd:
+      utf8procMap(text, UTF8PROC_DECOMPOSE);
+      break;
+    case Kind::kNfkc:
+      utf8procMap(text, UTF8PROC_COMPOSE | UTF8PROC_COMPAT);
+      break;
+    case Kind::kNfkd:
+      utf8procMap(text, UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT);
+      break;
+    case Kind::kStripAccents:
+      utf8procMap(text, UTF8PROC_DECOMPOSE | UTF8PROC_STRIPMARK);
+      break;
+    case Kind::kLowercase:
+      lowercase(text, scratch);
+      break;
+    case Kind::kStrip:
+      strip(text, s.left, s.right);
+      break;
     case Kind::kPrepend:
       if (!text.empty()) text.insert(0, s.text);
       break;

@@ -3,14 +3,13 @@
 // Prepend, Replace (String or Regex pattern), Strip, StripAccents and Sequence of these; null = identity.
 #pragma once
 
-#include "base/error.h"
-#include "tokenizer/regex.h"
-
 #include <nlohmann/json.hpp>
-
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/error.h"
+#include "tokenizer/regex.h"
 
 namespace ewgpu {
 
@@ -30,9 +29,9 @@ class Normalizer {
   enum class Kind { kNfc, kNfd, kNfkc, kNfkd, kLowercase, kPrepend, kReplace, kStrip, kStripAccents };
   struct Step {
     Kind kind;
-    std::string text;     // Prepend: the prefix; Replace: the replacement content
-    std::string literal;  // Replace with a {"String": ...} pattern: the literal (empty when regex)
-    Regex regex;          // Replace with a {"Regex": ...} pattern
+    std::string text;                  // Prepend: the prefix; Replace: the replacement content
+    std::string literal;               // Replace with a {"String": ...} pattern: the literal (empty when regex)
+    Regex regex;                       // Replace with a {"Regex": ...} pattern
     bool left = false, right = false;  // Strip
   };
   static Status addSteps(const nlohmann::json& j, std::vector<Step>& steps);

@@ -63,9 +63,12 @@ Status PreTokenizer::addSteps(const nlohmann::json& j) {
     if (!b.ok()) return std::move(b).error();
     const auto& pat = j.value("pattern", nlohmann::json::object());
     std::string source;
-    if (pat.contains("Regex") && pat["Regex"].is_string()) source = pat["Regex"];
-    else if (pat.contains("String") && pat["String"].is_string()) source = escapeLiteral(pat["String"].get<std::string>());
-    else return makeError(ErrorCode::kBadRequest, "Split pre_tokenizer without a String or Regex pattern");
+    if (pat.contains("Regex") && pat["Regex"].is_string())
+      source = pat["Regex"];
+    else if (pat.contains("String") && pat["String"].is_string())
+      source = escapeLiteral(pat["String"].get<std::string>());
+    else
+      return makeError(ErrorCode::kBadRequest, "Split pre_tokenizer without a String or Regex pattern");
     return addSplit(source, *b, j.value("invert", false));
   }
   if (type == "ByteLevel") {
@@ -81,7 +84,8 @@ Status PreTokenizer::addSteps(const nlohmann::json& j) {
     std::string scheme = j.value("prepend_scheme", j.value("add_prefix_space", true) ? "always" : "never");
     s.prependScheme = scheme == "first" ? 1 : scheme == "never" ? 2 : 0;
     steps_.push_back(std::move(s));
-    if (j.value("split", true)) return addSplit(escapeLiteral(steps_.back().replacement), Behavior::kMergedWithNext, false);
+    if (j.value("split", true))
+      return addSplit(escapeLiteral(steps_.back().replacement), Behavior::kMergedWithNext, false);
     return {};
   }
   if (type == "Digits")
@@ -124,15 +128,19 @@ void PreTokenizer::applySplit(const Step& s, Words& w) {
         break;
       case Behavior::kMergedWithPrevious:
         for (const auto& g : seg) {
-          if (g.isMatch && !previousMatch && out.size() > first) out.back().end = g.end;
-          else out.push_back({g.begin, g.end});
+          if (g.isMatch && !previousMatch && out.size() > first)
+            out.back().end = g.end;
+          else
+            out.push_back({g.begin, g.end});
           previousMatch = g.isMatch;
         }
         break;
       case Behavior::kContiguous:
         for (size_t i = 0; i < seg.size(); ++i) {
-          if (i > 0 && seg[i].isMatch == previousMatch) out.back().end = seg[i].end;
-          else out.push_back({seg[i].begin, seg[i].end});
+          if (i > 0 && seg[i].isMatch == previousMatch)
+            out.back().end = seg[i].end;
+          else
+            out.push_back({seg[i].begin, seg[i].end});
           previousMatch = seg[i].isMatch;
         }
         break;
@@ -187,8 +195,10 @@ void PreTokenizer::applyMetaspace(const Step& s, bool firstSection, Words& w) {
     if (prepend && word.substr(0, 1) != " " && word.substr(0, s.replacement.size()) != s.replacement)
       w.scratchText += s.replacement;
     for (char c : word) {
-      if (c == ' ') w.scratchText += s.replacement;
-      else w.scratchText += c;
+      if (c == ' ')
+        w.scratchText += s.replacement;
+      else
+        w.scratchText += c;
     }
     w.scratchSpans.push_back({b, static_cast<uint32_t>(w.scratchText.size())});
   }
@@ -203,9 +213,15 @@ void PreTokenizer::split(std::string_view text, bool firstSection, Words& out) c
   if (!text.empty()) out.spans.push_back({0, static_cast<uint32_t>(text.size())});
   for (const auto& s : steps_) {
     switch (s.kind) {
-      case Kind::kSplit: applySplit(s, out); break;
-      case Kind::kPrefixSpace: applyPrefixSpace(out); break;
-      case Kind::kMetaspace: applyMetaspace(s, firstSection, out); break;
+      case Kind::kSplit:
+        applySplit(s, out);
+        break;
+      case Kind::kPrefixSpace:
+        applyPrefixSpace(out);
+        break;
+      case Kind::kMetaspace:
+        applyMetaspace(s, firstSection, out);
+        break;
     }
   }
 }

@@ -5,15 +5,14 @@
 // ByteLevel's byte-to-unicode mapping is not applied here: the BPE model works on raw bytes (bpe.h).
 #pragma once
 
-#include "base/error.h"
-#include "tokenizer/regex.h"
-
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/error.h"
+#include "tokenizer/regex.h"
 
 namespace ewgpu {
 
@@ -55,8 +54,8 @@ class PreTokenizer {
     Regex regex;
     Behavior behavior = Behavior::kIsolated;
     bool invert = false;
-    std::string replacement;       // Metaspace
-    int prependScheme = 0;         // Metaspace: 0 always, 1 first, 2 never
+    std::string replacement;  // Metaspace
+    int prependScheme = 0;    // Metaspace: 0 always, 1 first, 2 never
   };
   static Result<Behavior> parseBehavior(const nlohmann::json& j);
   Status addSteps(const nlohmann::json& j);

@@ -18,8 +18,8 @@ struct Regex::Code {
 Result<Regex> Regex::compile(std::string_view pattern) {
   int err = 0;
   PCRE2_SIZE errOffset = 0;
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                   PCRE2_UTF | PCRE2_UCP, &err, &errOffset, nullptr);
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), PCRE2_UTF | PCRE2_UCP,
+                                   &err, &errOffset, nullptr);
   if (!code) {
     PCRE2_UCHAR msg[256];
     pcre2_get_error_message(err, msg, sizeof(msg));
@@ -46,22 +46,34 @@ Result<Regex> Regex::literal(std::string_view literal) {
   return compile(quoted);
 }
 
+namespace {
+// One match-data block per thread, reused by every cursor: only the whole match (ovector pair 0) is read,
+// so one pair is enough for any pattern. Nested cursors are safe too: next() reads the ovector right after
+// its own match and keeps its position in the cursor.
+pcre2_match_data* threadMatchData() {
+  struct Holder {
+    pcre2_match_data* md = pcre2_match_data_create(1, nullptr);
+    ~Holder() { pcre2_match_data_free(md); }
+  };
+  thread_local Holder h;
+  return h.md;
+}
+}  // namespace
+
 Regex::MatchCursor::MatchCursor(const Regex& re, std::string_view text) : re_(re), text_(text) {
-  matchData_ = pcre2_match_data_create_from_pattern(re.code_->code, nullptr);
+  matchData_ = threadMatchData();
 }
 
-Regex::MatchCursor::~MatchCursor() {
-  if (matchData_) pcre2_match_data_free(static_cast<pcre2_match_data*>(matchData_));
-}
+Regex::MatchCursor::~MatchCursor() = default;
 
 bool Regex::MatchCursor::next(size_t* begin, size_t* end) {
   auto* md = static_cast<pcre2_match_data*>(matchData_);
   if (!md) return false;
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text_.data());
   while (pos_ <= text_.size()) {
-    int rc = re_.code_->jit ? pcre2_jit_match(re_.code_->code, subject, text_.size(), pos_, 0, md, nullptr)
-                            : pcre2_match(re_.code_->code, subject, text_.size(), pos_, PCRE2_NO_UTF_CHECK, md,
-                                          nullptr);
+    int rc = re_.code_->jit
+                 ? pcre2_jit_match(re_.code_->code, subject, text_.size(), pos_, 0, md, nullptr)
+                 : pcre2_match(re_.code_->code, subject, text_.size(), pos_, PCRE2_NO_UTF_CHECK, md, nullptr);
     if (rc < 0) return false;  // no (further) match, or a matching limit: treat as no match
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
     size_t b = ov[0], e = ov[1];

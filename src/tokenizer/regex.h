@@ -4,12 +4,12 @@
 // Thread-safe for matching: every forEachMatch call owns its own match data.
 #pragma once
 
-#include "base/error.h"
-
 #include <cstddef>
 #include <memory>
 #include <string>
 #include <string_view>
+
+#include "base/error.h"
 
 namespace ewgpu {
 

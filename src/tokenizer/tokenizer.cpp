@@ -1,17 +1,16 @@
 // Tokenizer: loads tokenizer.json into its stages and runs the encode pipeline.
 #include "tokenizer/tokenizer.h"
 
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
 #include "tokenizer/added_tokens.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/decoder.h"
 #include "tokenizer/normalizer.h"
 #include "tokenizer/pretokenizer.h"
 #include "tokenizer/utf8.h"
-
-#include <nlohmann/json.hpp>
-
-#include <fstream>
-#include <sstream>
 
 namespace ewgpu {
 
@@ -23,9 +22,9 @@ struct Tokenizer::Impl {
   AddedTokenMatcher rawAdded;         // added tokens with normalized = false, matched on the input
   AddedTokenMatcher normalizedAdded;  // normalized = true, matched on normalized text
   std::vector<AddedToken> added;
-  StringIdMap addedIds;               // content -> id
-  std::vector<std::string> tokens;    // id -> vocab string or added content
-  std::vector<bool> special;          // id -> special added token
+  StringIdMap addedIds;             // content -> id
+  std::vector<std::string> tokens;  // id -> vocab string or added content
+  std::vector<bool> special;        // id -> special added token
   int32_t vocabSize = 0;
 
   void encodeText(std::string_view text, bool firstSection, std::vector<int32_t>& ids) const;
@@ -160,8 +159,10 @@ void Tokenizer::Impl::encodeText(std::string_view text, bool firstSection, std::
   std::vector<AddedTokenMatcher::Segment> segs;
   normalizedAdded.split(normalized, segs);
   for (const auto& s : segs) {
-    if (s.tokenId >= 0) ids.push_back(s.tokenId);
-    else encodeNormalized(normalized.substr(s.begin, s.end - s.begin), firstSection && s.begin == 0, ids);
+    if (s.tokenId >= 0)
+      ids.push_back(s.tokenId);
+    else
+      encodeNormalized(normalized.substr(s.begin, s.end - s.begin), firstSection && s.begin == 0, ids);
   }
 }
 
@@ -175,11 +176,15 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
     text = lossy;
   }
   auto segs = std::move(tWorkspace.segments);  // moved out: encodeText may reuse the workspace
-  if (impl_->rawAdded.empty()) segs.assign(1, {0, static_cast<uint32_t>(text.size()), -1});
-  else impl_->rawAdded.split(text, segs);
+  if (impl_->rawAdded.empty())
+    segs.assign(1, {0, static_cast<uint32_t>(text.size()), -1});
+  else
+    impl_->rawAdded.split(text, segs);
   for (const auto& s : segs) {
-    if (s.tokenId >= 0) ids.push_back(s.tokenId);
-    else impl_->encodeText(text.substr(s.begin, s.end - s.begin), s.begin == 0, ids);
+    if (s.tokenId >= 0)
+      ids.push_back(s.tokenId);
+    else
+      impl_->encodeText(text.substr(s.begin, s.end - s.begin), s.begin == 0, ids);
   }
   tWorkspace.segments = std::move(segs);
   return ids;
@@ -205,9 +210,7 @@ std::string Tokenizer::idToToken(int32_t id) const {
   return impl_->tokens[id];
 }
 
-bool Tokenizer::isSpecial(int32_t id) const {
-  return impl_ && id >= 0 && id < impl_->vocabSize && impl_->special[id];
-}
+bool Tokenizer::isSpecial(int32_t id) const { return impl_ && id >= 0 && id < impl_->vocabSize && impl_->special[id]; }
 
 const Decoder& Tokenizer::decoder() const { return impl_->decoder; }
 

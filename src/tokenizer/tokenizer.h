@@ -8,8 +8,6 @@
 // The object is cheap to copy (shared immutable state) and safe to use from several threads.
 #pragma once
 
-#include "base/error.h"
-
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -18,6 +16,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/error.h"
 
 namespace ewgpu {
 
@@ -64,9 +64,9 @@ class StreamingDetokenizer {
  private:
   std::string emit(std::string text);
   Tokenizer tokenizer_;
-  std::string pending_;  // byte-level bytes not yet emitted (an incomplete UTF-8 tail)
-  std::string run_;      // byte-fallback bytes not yet emitted
-  int stripLeft_ = 0;    // leading strip characters still to remove
+  std::string pending_;     // byte-level bytes not yet emitted (an incomplete UTF-8 tail)
+  std::string run_;         // byte-fallback bytes not yet emitted
+  int stripLeft_ = 0;       // leading strip characters still to remove
   bool pushedAny_ = false;  // a known id was pushed (decoders that join tokens with spaces)
 };
 

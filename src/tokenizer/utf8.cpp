@@ -23,9 +23,12 @@ size_t sequenceLength(std::string_view s, size_t i, size_t* subpart, bool* incom
   if (incomplete) *incomplete = false;
   if (lead < 0x80) return 1;
   size_t need = 0;
-  if (lead >= 0xC2 && lead <= 0xDF) need = 2;
-  else if (lead >= 0xE0 && lead <= 0xEF) need = 3;
-  else if (lead >= 0xF0 && lead <= 0xF4) need = 4;
+  if (lead >= 0xC2 && lead <= 0xDF)
+    need = 2;
+  else if (lead >= 0xE0 && lead <= 0xEF)
+    need = 3;
+  else if (lead >= 0xF0 && lead <= 0xF4)
+    need = 4;
   if (need == 0) {  // a continuation byte or a byte that never starts a sequence
     if (subpart) *subpart = 1;
     return 0;

