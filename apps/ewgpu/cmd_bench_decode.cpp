@@ -1,0 +1,181 @@
+// ewgpu bench decode MODEL [--steps 1,2,4,8,16,32] [--tokens N] [--json]: decode throughput per K (decode steps
+// per GPU sync) against the floor = weight bytes per token / measured read bandwidth + dispatches per token ×
+// measured dependent-dispatch cost. Also GPU ms/token (timestamps), CPU encode ms/token, passes per token.
+// ewgpu bench prefill MODEL [--lengths 128,512] [--json]: prefill tok/s and achieved FLOP rate.
+#include "command.h"
+#include "gpu/microbench.h"
+#include "model/expected_params.h"
+#include "runtime/local_engine.h"
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+namespace ewgpu::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<uint32_t> parseList(const std::string& s) {
+  std::vector<uint32_t> v;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) v.push_back((uint32_t)std::stoul(item));
+  return v;
+}
+
+struct Setup {
+  LocalEngine e;
+  gpu::MicrobenchResult floor;
+};
+
+Result<Setup> setup(const Args& args, uint32_t max_steps, uint32_t context) {
+  auto pos = positionals(args, {"--steps", "--tokens", "--lengths", "--adapter", "--context", "--prompt-tokens"});
+  if (pos.empty()) return makeError(ErrorCode::kBadRequest, "usage: ewgpu bench decode|prefill MODEL_DIR ...");
+  LocalEngineOptions lo;
+  if (auto a = flagValue(args, "--adapter")) lo.gpu.adapter = *a;
+  lo.forward.max_steps = max_steps;
+  lo.forward.context = context;
+  auto e = LocalEngine::load(pos[0], lo);
+  if (!e) return std::move(e).error();
+  gpu::MicrobenchOptions mo;
+  mo.repeats = 3;
+  mo.dispatches = 1000;
+  if ((*e).ctx->info().adapter_type == "cpu") mo.read_bytes = 32ull << 20;
+  auto mb = gpu::runMicrobench(*(*e).ctx, mo);
+  if (!mb) return std::move(mb).error();
+  return Setup{std::move(*e), *mb};
+}
+
+// Runs one greedy generation of `tokens` tokens with K steps per sync; returns decode ms per token (after the
+// first token) and fills GPU ms/token from a timestamped K-step submission.
+struct DecodeRow {
+  uint32_t k = 0;
+  double tok_s = 0, ms_per_token = 0, gpu_ms_per_token = 0, encode_ms_per_token = 0, passes_per_token = 0;
+};
+
+Result<DecodeRow> measure(LocalEngine& e, uint32_t k, uint32_t tokens, uint32_t prompt_tokens) {
+  DecodeRow row{k};
+  Generator gen(*e.ctx, *e.forward, nullptr, k);
+  GenerationRequest req;
+  for (uint32_t i = 0; i < prompt_tokens; ++i) req.prompt.push_back((int32_t)(i * 7919 % e.model->config.vocab));
+  req.sampling.temperature = 0;
+  req.sampling.max_tokens = tokens;
+  GenerationResult res;
+  auto id = gen.submit(req, {nullptr, [&](const GenerationResult& r) { res = r; }});
+  if (!id) return std::move(id).error();
+  EWGPU_TRY(gen.runToCompletion());
+  if (res.error) return *res.error;
+  row.ms_per_token = res.completion_tokens > 1 ? res.decode_ms / (res.completion_tokens - 1) : 0;
+  row.tok_s = row.ms_per_token > 0 ? 1000 / row.ms_per_token : 0;
+  // GPU time of K steps (timestamps) and CPU encode time of K steps.
+  auto timer = gpu::Timer::create(*e.ctx, 64);
+  if (!timer) return std::move(timer).error();
+  gpu::Recorder rec(*e.ctx, 0);
+  rec.setTimer(timer->get());
+  auto t0 = Clock::now();
+  for (uint32_t s = 0; s < k; ++s) e.forward->recordDecodeStep(rec);
+  row.encode_ms_per_token = std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / k;
+  (*timer)->resolve(rec);
+  row.passes_per_token = (double)rec.stats().passes / k;
+  EWGPU_TRY(rec.submit());
+  EWGPU_TRY(e.ctx->finish());
+  auto ns = (*timer)->readTotalNs(*e.ctx);
+  if (ns && *ns) row.gpu_ms_per_token = (double)*ns / 1e6 / k;
+  return row;
+}
+
+int runBenchDecode(const Args& args) {
+  const bool json = hasFlag(args, "--json");
+  std::vector<uint32_t> ks = parseList(flagValue(args, "--steps").value_or("1,2,4,8,16,32"));
+  uint32_t tokens = (uint32_t)std::stoul(flagValue(args, "--tokens").value_or("128"));
+  uint32_t prompt_tokens = (uint32_t)std::stoul(flagValue(args, "--prompt-tokens").value_or("16"));
+  uint32_t maxk = *std::max_element(ks.begin(), ks.end());
+  auto s = setup(args, maxk, (uint32_t)std::stoul(flagValue(args, "--context").value_or("1024")));
+  if (!s) return reportError(s.error(), json);
+  LocalEngine& e = s->e;
+  const ModelConfig& c = e.model->config;
+  WeightTraffic wt = weightTraffic(c);
+  const uint32_t dispatches = e.forward->stats().decode_dispatches;
+  const double bw_floor_ms = wt.bytes_per_token / (s->floor.best_gbps * 1e6);
+  const double dispatch_floor_ms = dispatches * s->floor.dispatch_in_pass_us / 1000;
+  const double floor_ms = bw_floor_ms + dispatch_floor_ms;
+  std::vector<DecodeRow> rows;
+  for (uint32_t k : ks) {
+    auto r = measure(e, k, tokens, prompt_tokens);
+    if (!r) return reportError(r.error(), json);
+    rows.push_back(*r);
+  }
+  if (json) {
+    nlohmann::json j = {{"model_type", c.model_type}, {"quantization", quantName(c.quant)},
+                        {"device", e.ctx->info().device}, {"bytes_per_token", wt.bytes_per_token},
+                        {"dispatches_per_token", dispatches}, {"bandwidth_GBps", s->floor.best_gbps},
+                        {"dispatch_us", s->floor.dispatch_in_pass_us}, {"floor_ms", floor_ms}, {"rows", nlohmann::json::array()}};
+    for (const auto& r : rows)
+      j["rows"].push_back({{"steps", r.k}, {"tok_s", r.tok_s}, {"ms_per_token", r.ms_per_token},
+                           {"gpu_ms_per_token", r.gpu_ms_per_token}, {"encode_ms_per_token", r.encode_ms_per_token},
+                           {"passes_per_token", r.passes_per_token}, {"x_floor", r.ms_per_token / floor_ms}});
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("%s %s on %s: %.1f MB read per token, %u dispatches per token\n", c.model_type.c_str(),
+              std::string(quantName(c.quant)).c_str(), e.ctx->info().device.c_str(), wt.bytes_per_token / 1e6,
+              dispatches);
+  std::printf("floor = %.3f ms (bytes / %.0f GB/s) + %.3f ms (%u × %.2f us) = %.3f ms/token = %.0f tok/s\n\n",
+              bw_floor_ms, s->floor.best_gbps, dispatch_floor_ms, dispatches, s->floor.dispatch_in_pass_us, floor_ms,
+              1000 / floor_ms);
+  std::printf("%4s %10s %10s %12s %12s %12s %10s\n", "K", "tok/s", "ms/token", "GPU ms/tok", "encode ms/tok",
+              "passes/tok", "x floor");
+  for (const auto& r : rows)
+    std::printf("%4u %10.1f %10.3f %12.3f %12.3f %12.3f %10.2f\n", r.k, r.tok_s, r.ms_per_token, r.gpu_ms_per_token,
+                r.encode_ms_per_token, r.passes_per_token, r.ms_per_token / floor_ms);
+  return 0;
+}
+
+int runBenchPrefill(const Args& args) {
+  const bool json = hasFlag(args, "--json");
+  std::vector<uint32_t> lengths = parseList(flagValue(args, "--lengths").value_or("128,512"));
+  uint32_t maxlen = *std::max_element(lengths.begin(), lengths.end());
+  auto s = setup(args, 1, std::max<uint32_t>(maxlen + 8, 1024));
+  if (!s) return reportError(s.error(), json);
+  LocalEngine& e = s->e;
+  const ModelConfig& c = e.model->config;
+  const double flops_per_token = 2.0 * (double)parameterCount(c);
+  nlohmann::json out = nlohmann::json::array();
+  if (!json)
+    std::printf("%s %s on %s (prefill chunk %u)\n%8s %12s %12s %12s\n", c.model_type.c_str(),
+                std::string(quantName(c.quant)).c_str(), e.ctx->info().device.c_str(),
+                e.forward->options().prefill_chunk, "tokens", "ms", "tok/s", "TFLOP/s");
+  for (uint32_t n : lengths) {
+    double best = 1e30;
+    for (int rep = 0; rep < 3; ++rep) {
+      Generator gen(*e.ctx, *e.forward, nullptr, 1);
+      GenerationRequest req;
+      for (uint32_t i = 0; i < n; ++i) req.prompt.push_back((int32_t)((i * 7919 + rep) % c.vocab));
+      req.sampling.temperature = 0;
+      req.sampling.max_tokens = 1;
+      GenerationResult res;
+      auto id = gen.submit(req, {nullptr, [&](const GenerationResult& r) { res = r; }});
+      if (!id) return reportError(id.error(), json);
+      Status st = gen.runToCompletion();
+      if (!st) return reportError(st.error(), json);
+      if (res.error) return reportError(*res.error, json);
+      best = std::min(best, res.ttft_ms);
+    }
+    double tps = n / (best / 1000);
+    double tflops = tps * flops_per_token / 1e12;
+    out.push_back({{"tokens", n}, {"ms", best}, {"tok_s", tps}, {"TFLOPs", tflops}});
+    if (!json) std::printf("%8u %12.2f %12.0f %12.2f\n", n, best, tps, tflops);
+  }
+  if (json) std::cout << nlohmann::json{{"device", e.ctx->info().device}, {"rows", out}}.dump(2) << "\n";
+  return 0;
+}
+
+Registration reg_decode{{"bench decode", "bench decode MODEL [--steps 1,2,4,8,16,32] [--tokens N] [--json]",
+                         "decode tok/s per K against the bytes/bandwidth + dispatch floor", runBenchDecode}};
+Registration reg_prefill{{"bench prefill", "bench prefill MODEL [--lengths 128,512] [--json]",
+                          "prefill tok/s and achieved FLOP rate per prompt length", runBenchPrefill}};
+
+}  // namespace
+}  // namespace ewgpu::cli
