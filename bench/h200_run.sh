@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The GPU-machine run behind the figures in docs/measurements/ (see docs/benchmarks.md). Expects a static build in
+# build-h200/ (cmake -DEWGPU_STATIC_LIBSTDCXX=ON, Release) with its non-glibc libraries in build-h200/lib, the Vulkan
+# loader debs in .gl/, and writes results under $OUT (or ./h200-out). Random-weight folders of real model shapes
+# are generated on the machine (nothing downloads).
+set -uo pipefail
+OUT=${OUT:-$PWD/h200-out}
+mkdir -p "$OUT"
+for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+export LD_LIBRARY_PATH=$PWD/build-h200/lib:${LD_LIBRARY_PATH:-}
+export EWGPU_ADAPTER=gpu
+mkdir -p /work && [ -e /work/main ] || ln -s "$PWD" /work/main   # tests find fixtures by the build-time path
+B=build-h200
+TOK=tests/fixtures/qwen3_tiny/q4f16_1/tokenizer.json
+$B/ewgpu probe | tee "$OUT/probe.txt"
+$B/tests/runtime/fixture_test 2>&1 | grep -E "fixture \]|PASSED|FAILED" | tee "$OUT/fixture_test.txt"
+$B/ewgpu run tests/fixtures/qwen3_5_tiny/q4f16_1 "Hello" --chat --max-tokens 16 --temperature 0 2>&1 | tail -2 | tee "$OUT/run_tiny.txt"
+for shape in ${SHAPES:-llama-3.2-1b qwen3-0.6b qwen2.5-1.5b qwen3.5-2b}; do
+  $B/ewgpu make-tiny /tmp/m-$shape --shape $shape --quant q4f16_1 --tokenizer $TOK > /dev/null || continue
+  $B/ewgpu bench decode /tmp/m-$shape --steps ${STEPS:-1,4,16,32} --tokens 256 2>&1 | tee "$OUT/decode-$shape.txt"
+  $B/ewgpu bench prefill /tmp/m-$shape --lengths 128,512 2>&1 | tee "$OUT/prefill-$shape.txt"
+  rm -rf /tmp/m-$shape
+done
+if [ -n "${KERNEL_BENCH:-}" ]; then
+  EWGPU_GEMM_BENCH=1 $B/tests/kernels/gemm_test --gtest_filter='GemmBench.*' 2>&1 | tail -30 | tee "$OUT/gemm_bench.txt"
+  $B/tests/kernels/gdn_bench --tokens 64,512 2>&1 | tail -30 | tee "$OUT/gdn_bench.txt"
+fi
