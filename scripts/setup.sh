@@ -30,3 +30,8 @@ fi
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
 cmake --build build
+
+# The main job on the embedded default: the adapter, then a tiny Qwen3.5 model (random weights, checked against
+# transformers in tests/fixtures) generating through the whole engine.
+build/ewgpu probe
+build/ewgpu run tests/fixtures/qwen3_5_tiny/q4f16_1 "Hello" --chat --max-tokens 16

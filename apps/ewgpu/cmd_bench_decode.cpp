@@ -8,6 +8,7 @@
 #include "runtime/local_engine.h"
 
 #include <chrono>
+#include <map>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -86,6 +87,36 @@ Result<DecodeRow> measure(LocalEngine& e, uint32_t k, uint32_t tokens, uint32_t 
   return row;
 }
 
+// GPU time of one decode step by kernel, each dispatch in its own pass (so the absolute sum is above the
+// batched figure: it shows where the time goes, not how fast a step is).
+int profile(LocalEngine& e) {
+  auto timer = gpu::Timer::create(*e.ctx, 1024);
+  if (!timer) return reportError(timer.error(), false);
+  gpu::Recorder rec(*e.ctx, 0);
+  rec.setTimer(timer->get());
+  rec.setSplitPasses(true);
+  e.forward->recordDecodeStep(rec);
+  (*timer)->resolve(rec);
+  Status st = rec.submit();
+  if (st) st = e.ctx->finish();
+  if (!st) return reportError(st.error(), false);
+  auto per = (*timer)->readPassNs(*e.ctx);
+  if (!per) return reportError(per.error(), false);
+  std::map<std::string, std::pair<double, int>> by;
+  double total = 0;
+  for (size_t i = 0; i < per->size() && i < rec.passLabels().size(); ++i) {
+    auto& [ms, n] = by[rec.passLabels()[i]];
+    ms += (*per)[i] / 1e6;
+    ++n;
+    total += (*per)[i] / 1e6;
+  }
+  std::printf("\nprofile of one decode step (one pass per dispatch): %.3f ms\n%-14s %6s %10s %8s\n", total, "kernel",
+              "count", "ms", "share");
+  for (const auto& [name, v] : by)
+    std::printf("%-14s %6d %10.3f %7.1f%%\n", name.c_str(), v.second, v.first, 100 * v.first / total);
+  return 0;
+}
+
 int runBenchDecode(const Args& args) {
   const bool json = hasFlag(args, "--json");
   std::vector<uint32_t> ks = parseList(flagValue(args, "--steps").value_or("1,2,4,8,16,32"));
@@ -130,6 +161,7 @@ int runBenchDecode(const Args& args) {
   for (const auto& r : rows)
     std::printf("%4u %10.1f %10.3f %12.3f %12.3f %12.3f %10.2f\n", r.k, r.tok_s, r.ms_per_token, r.gpu_ms_per_token,
                 r.encode_ms_per_token, r.passes_per_token, r.ms_per_token / floor_ms);
+  if (hasFlag(args, "--profile")) return profile(e);
   return 0;
 }
 
@@ -172,7 +204,7 @@ int runBenchPrefill(const Args& args) {
   return 0;
 }
 
-Registration reg_decode{{"bench decode", "bench decode MODEL [--steps 1,2,4,8,16,32] [--tokens N] [--json]",
+Registration reg_decode{{"bench decode", "bench decode MODEL [--steps 1,2,4,8,16,32] [--tokens N] [--profile] [--json]",
                          "decode tok/s per K against the bytes/bandwidth + dispatch floor", runBenchDecode}};
 Registration reg_prefill{{"bench prefill", "bench prefill MODEL [--lengths 128,512] [--json]",
                           "prefill tok/s and achieved FLOP rate per prompt length", runBenchPrefill}};

@@ -45,6 +45,10 @@ void Recorder::dispatch(const Kernel& k, const BindGroup& bg, uint32_t x, uint32
   wgpuComputePassEncoderDispatchWorkgroups(pass_, x, y, z);
   ++stats_.dispatches;
   ++since_submit_;
+  if (split_) {
+    labels_.push_back(k.name);
+    endPass();
+  }
 }
 
 void Recorder::copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset, uint64_t size) {
@@ -126,22 +130,29 @@ void Timer::resolve(Recorder& rec) {
 }
 
 Result<uint64_t> Timer::readTotalNs(Context& ctx) {
-  if (!set_ || used_ == 0) return uint64_t{0};
-  struct Out { WGPUMapAsyncStatus st = WGPUMapAsyncStatus_Error; } out;
+  auto per = readPassNs(ctx);
+  if (!per) return std::move(per).error();
+  uint64_t total = 0;
+  for (uint64_t v : *per) total += v;
+  return total;
+}
+
+Result<std::vector<uint64_t>> Timer::readPassNs(Context& ctx) {
+  std::vector<uint64_t> out;
+  if (!set_ || used_ == 0) return out;
+  struct Out { WGPUMapAsyncStatus st = WGPUMapAsyncStatus_Error; } map;
   WGPUBufferMapCallbackInfo cb{};
   cb.mode = WGPUCallbackMode_WaitAnyOnly;
   cb.callback = [](WGPUMapAsyncStatus st, WGPUStringView, void* u1, void*) { static_cast<Out*>(u1)->st = st; };
-  cb.userdata1 = &out;
+  cb.userdata1 = &map;
   uint64_t bytes = 16ull * used_;
   EWGPU_TRY(ctx.wait(wgpuBufferMapAsync(readback_.handle(), WGPUMapMode_Read, 0, bytes, cb)));
-  if (out.st != WGPUMapAsyncStatus_Success) return makeError(ErrorCode::kGpu, "timestamp readback failed");
+  if (map.st != WGPUMapAsyncStatus_Success) return makeError(ErrorCode::kGpu, "timestamp readback failed");
   const auto* p = static_cast<const uint64_t*>(wgpuBufferGetConstMappedRange(readback_.handle(), 0, bytes));
-  uint64_t total = 0;
-  for (uint32_t i = 0; i < used_; ++i)
-    if (p[2 * i + 1] > p[2 * i]) total += p[2 * i + 1] - p[2 * i];
+  for (uint32_t i = 0; i < used_; ++i) out.push_back(p[2 * i + 1] > p[2 * i] ? p[2 * i + 1] - p[2 * i] : 0);
   wgpuBufferUnmap(readback_.handle());
   used_ = 0;
-  return total;
+  return out;
 }
 
 }  // namespace ewgpu::gpu

@@ -8,6 +8,8 @@
 #include "gpu/context.h"
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace ewgpu::gpu {
 
@@ -34,6 +36,9 @@ class Recorder {
   // Ends the open pass (if any) and submits everything recorded so far. Returns device errors raised so far.
   Status submit();
   void setTimer(Timer* t) { timer_ = t; }
+  // Profiling: every dispatch gets its own pass (so a Timer times each kernel); passLabels() names them.
+  void setSplitPasses(bool on) { split_ = on; }
+  const std::vector<std::string>& passLabels() const { return labels_; }
   const RecorderStats& stats() const { return stats_; }
   void resetStats() { stats_ = {}; }
 
@@ -48,6 +53,8 @@ class Recorder {
   WGPUCommandEncoder encoder_ = nullptr;
   WGPUComputePassEncoder pass_ = nullptr;
   Timer* timer_ = nullptr;
+  bool split_ = false;
+  std::vector<std::string> labels_;
   RecorderStats stats_;
 };
 
@@ -63,6 +70,8 @@ class Timer {
   void resolve(Recorder& rec);
   // After the submit completed: sum of (end - begin) over recorded passes, in nanoseconds; resets.
   Result<uint64_t> readTotalNs(Context& ctx);
+  // The same, per pass (in recording order); resets.
+  Result<std::vector<uint64_t>> readPassNs(Context& ctx);
 
  private:
   Timer() = default;

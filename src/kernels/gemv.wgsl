@@ -22,8 +22,10 @@ override X_STRIDE: u32 = K;     // floats per batch row of x (multiple of 4)
 override TPR: u32 = 32u;        // threads per row (power of two)
 override WG: u32 = 256u;
 override SG_REDUCE: bool = false;
+override RPT: u32 = 1u;         // rows per thread group: the x values of a group are loaded once for RPT rows
 
 const MAXB: u32 = 8u;
+const MAXACC: u32 = 32u;        // 2 (SwiGLU halves) × RPT × BATCH ≤ 32
 
 @group(0) @binding(0) var<storage, read> w: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> s: array<u32>;
@@ -59,8 +61,18 @@ fn nib(word: u32, lo: u32) -> vec4<f32> {
                    f32((word >> (lo + 12u)) & 15u)) - vec4<f32>(7.0);
 }
 
+// q4 group g of row `row` against x̂ values already in registers: Σ (code - 7) · x · scale.
+fn dotQ4(row: u32, g: u32, xr: ptr<function, array<vec4<f32>, 8>>) -> f32 {
+  let wv = w[row * groupsPerRow() + g];
+  var t = 0.0;
+  for (var i = 0u; i < 4u; i++) {
+    t += dot(nib(wv[i], 0u), (*xr)[2u * i]) + dot(nib(wv[i], 16u), (*xr)[2u * i + 1u]);
+  }
+  return t * scaleOf(row, g);
+}
+
 // Σ over quantization group g of row `row`: W[row, k] · x̂[b, k], for every batch row, added into acc[off + b].
-fn accumulateGroup(row: u32, g: u32, acc: ptr<function, array<f32, 16>>, off: u32) {
+fn accumulateGroup(row: u32, g: u32, acc: ptr<function, array<f32, MAXACC>>, off: u32) {
   if (QFMT <= 1u) {
     let wv = w[row * groupsPerRow() + g];
     let sc = scaleOf(row, g);
@@ -141,32 +153,52 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
       workgroupBarrier();
     }
   }
-  let rows_per_wg = WG / TPR;
+  let rows_per_wg = (WG / TPR) * RPT;
   let logical_rows = select(N, N / 2u, EPI == 2u);
-  let row = (wid.x + wid.y * nwg.x) * rows_per_wg + lid / TPR;
+  let base = (wid.x + wid.y * nwg.x) * rows_per_wg + (lid / TPR) * RPT;
   let lane = lid % TPR;
-  let live = row < logical_rows;  // dead lanes still take part in the (uniform) reduction
-  var acc: array<f32, 16>;
-  for (var i = 0u; i < 16u; i++) { acc[i] = 0.0; }
-  if (live) {
+  var acc: array<f32, MAXACC>;
+  for (var i = 0u; i < MAXACC; i++) { acc[i] = 0.0; }
+  let up = RPT * BATCH;  // offset of the SwiGLU "up" accumulators
+  if (base < logical_rows) {
     for (var g = lane; g < groupsPerRow(); g += TPR) {
-      accumulateGroup(row, g, &acc, 0u);
-      if (EPI == 2u) { accumulateGroup(row + N / 2u, g, &acc, MAXB); }
+      if (QFMT <= 1u) {
+        for (var b = 0u; b < BATCH; b++) {
+          var xr: array<vec4<f32>, 8>;
+          for (var i = 0u; i < 8u; i++) { xr[i] = xv(b, g * 8u + i); }
+          for (var r = 0u; r < RPT; r++) {
+            if (base + r < logical_rows) {
+              acc[r * BATCH + b] += dotQ4(base + r, g, &xr);
+              if (EPI == 2u) { acc[up + r * BATCH + b] += dotQ4(base + r + N / 2u, g, &xr); }
+            }
+          }
+        }
+      } else {
+        for (var r = 0u; r < RPT; r++) {
+          if (base + r < logical_rows) {
+            accumulateGroup(base + r, g, &acc, r * BATCH);
+            if (EPI == 2u) { accumulateGroup(base + r + N / 2u, g, &acc, up + r * BATCH); }
+          }
+        }
+      }
     }
   }
-  for (var b = 0u; b < BATCH; b++) {
-    let a = reduceLanes(acc[b], lid);
-    var u = 0.0;
-    if (EPI == 2u) { u = reduceLanes(acc[MAXB + b], lid); }
-    if (live && lane == 0u) {
-      let out = b * Y_STRIDE + ROW_OFFSET + row;
-      if (EPI == 2u) {
-        y[out] = a / (1.0 + exp(-a)) * u;
-      } else {
-        var v = a;
-        if (HAS_BIAS) { v += bias[ROW_OFFSET + row]; }
-        if (EPI == 1u) { v += y[out]; }
-        y[out] = v;
+  for (var r = 0u; r < RPT; r++) {
+    for (var b = 0u; b < BATCH; b++) {
+      let a = reduceLanes(acc[r * BATCH + b], lid);
+      var u = 0.0;
+      if (EPI == 2u) { u = reduceLanes(acc[up + r * BATCH + b], lid); }
+      let row = base + r;
+      if (row < logical_rows && lane == 0u) {
+        let out = b * Y_STRIDE + ROW_OFFSET + row;
+        if (EPI == 2u) {
+          y[out] = a / (1.0 + exp(-a)) * u;
+        } else {
+          var v = a;
+          if (HAS_BIAS) { v += bias[ROW_OFFSET + row]; }
+          if (EPI == 1u) { v += y[out]; }
+          y[out] = v;
+        }
       }
     }
   }

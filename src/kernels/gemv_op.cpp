@@ -11,8 +11,13 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
   const DeviceInfo& d = ctx.info();
   // Threads per row: a subgroup's worth where shuffles can reduce it, else 32 through workgroup memory.
   uint32_t tpr = cfg.tpr;
-  if (!tpr) tpr = (d.subgroups && d.subgroup_min_size >= 16) ? std::min<uint32_t>(d.subgroup_min_size, 32) : 32;
+  // (a subgroup's worth reduces with shuffles and no barriers; SwiftShader's subgroups are 4 wide).
+  if (!tpr) tpr = d.subgroups ? std::clamp<uint32_t>(d.subgroup_min_size, 4, 32) : 32;
   bool sg = d.subgroups && tpr <= d.subgroup_min_size;
+  // Rows per thread group: each x value loaded from cache serves RPT weight rows (f32 x is 8x the bytes of
+  // q4 weights, so without reuse the kernel is bound by cache bandwidth, not memory).
+  uint32_t rpt = cfg.rpt ? cfg.rpt : std::max<uint32_t>(1, 4 / cfg.batch);
+  if (2 * rpt * cfg.batch > 32) rpt = std::max<uint32_t>(1, 16 / cfg.batch);
   const uint32_t out_w = cfg.epi == Epilogue::kSwiGlu ? w.N / 2 : w.N;
   const uint32_t y_stride = cfg.y_stride ? cfg.y_stride : out_w;
   const uint32_t x_stride = cfg.x_stride ? cfg.x_stride : w.K;
@@ -24,7 +29,7 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
     gpu::Constants k{{"QFMT", (int)w.format}, {"N", n}, {"K", w.K}, {"BATCH", cfg.batch}, {"EPI", (int)cfg.epi},
                      {"NORM", cfg.norm ? 1 : 0}, {"HAS_BIAS", w.bias ? 1 : 0}, {"EPS", cfg.eps},
                      {"ROW_OFFSET", row0}, {"Y_STRIDE", y_stride}, {"X_STRIDE", x_stride}, {"TPR", tpr},
-                     {"SG_REDUCE", sg ? 1 : 0}};
+                     {"SG_REDUCE", sg ? 1 : 0}, {"RPT", rpt}};
     auto kern = ctx.kernel("gemv", k);
     if (!kern) return std::move(kern).error();
     // Unused bindings get any read-only buffer that is not `y`.
@@ -37,7 +42,8 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
     p.kernel = *kern;
     p.bg = std::move(*bg);
     uint32_t rows = cfg.epi == Epilogue::kSwiGlu ? n / 2 : n;
-    uint32_t groups = (rows + 256 / tpr - 1) / (256 / tpr);
+    const uint32_t rows_per_wg = 256 / tpr * rpt;
+    uint32_t groups = (rows + rows_per_wg - 1) / rows_per_wg;
     p.gx = std::min<uint32_t>(groups, 65535);
     p.gy = (groups + p.gx - 1) / p.gx;
     op.parts_.push_back(std::move(p));
