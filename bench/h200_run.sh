@@ -15,12 +15,12 @@ mkdir -p /work && [ -e /work/main ] || ln -s "$PWD" /work/main   # tests find fi
 B=build-h200
 TOK=tests/fixtures/qwen3_tiny/q4f16_1/tokenizer.json
 $B/ewgpu probe | tee "$OUT/probe.txt"
-$B/tests/runtime/fixture_test 2>&1 | grep -E "fixture \]|PASSED|FAILED" | tee "$OUT/fixture_test.txt"
+[ -n "${SKIP_TESTS:-}" ] || $B/tests/runtime/fixture_test 2>&1 | grep -E "fixture \]|PASSED|FAILED" | tee "$OUT/fixture_test.txt"
 $B/ewgpu run tests/fixtures/qwen3_5_tiny/q4f16_1 "Hello" --chat --max-tokens 16 --temperature 0 2>&1 | tail -2 | tee "$OUT/run_tiny.txt"
 for shape in ${SHAPES:-llama-3.2-1b qwen3-0.6b qwen2.5-1.5b qwen3.5-2b}; do
   $B/ewgpu make-tiny /tmp/m-$shape --shape $shape --quant q4f16_1 --tokenizer $TOK > /dev/null || continue
-  $B/ewgpu bench decode /tmp/m-$shape --steps ${STEPS:-1,4,16,32} --tokens 256 2>&1 | tee "$OUT/decode-$shape.txt"
-  $B/ewgpu bench prefill /tmp/m-$shape --lengths 128,512 2>&1 | tee "$OUT/prefill-$shape.txt"
+  $B/ewgpu bench decode /tmp/m-$shape --steps ${STEPS:-1,4,16,32} --tokens 256 ${DECODE_FLAGS:-} 2>&1 | tee "$OUT/decode-$shape.txt"
+  [ -n "${SKIP_PREFILL:-}" ] || $B/ewgpu bench prefill /tmp/m-$shape --lengths 128,512 2>&1 | tee "$OUT/prefill-$shape.txt"
   rm -rf /tmp/m-$shape
 done
 if [ -n "${KERNEL_BENCH:-}" ]; then
