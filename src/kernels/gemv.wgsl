@@ -23,6 +23,7 @@ override TPR: u32 = 32u;        // threads per row (power of two)
 override WG: u32 = 256u;
 override SG_REDUCE: bool = false;
 override RPT: u32 = 1u;         // rows per thread group: the x values of a group are loaded once for RPT rows
+override KSPLIT: u32 = 1u;      // thread groups (of TPR lanes) sharing the same rows, each over 1/KSPLIT of K
 
 const MAXB: u32 = 8u;
 const MAXACC: u32 = 32u;        // 2 (SwiGLU halves) × RPT × BATCH ≤ 32
@@ -36,6 +37,7 @@ const MAXACC: u32 = 32u;        // 2 (SwiGLU halves) × RPT × BATCH ≤ 32
 
 var<workgroup> red: array<f32, WG>;
 var<workgroup> rinv: array<f32, MAXB>;
+var<workgroup> part: array<f32, (WG / TPR) * MAXACC>;  // per thread group partial sums (KSPLIT > 1)
 
 fn groupSize() -> u32 { return select(32u, 40u, QFMT == 4u); }
 fn groupsPerRow() -> u32 { return (K + groupSize() - 1u) / groupSize(); }
@@ -153,15 +155,18 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
       workgroupBarrier();
     }
   }
-  let rows_per_wg = (WG / TPR) * RPT;
+  let groups = WG / TPR;            // thread groups in the workgroup
+  let tg = lid / TPR;
+  let ks = tg % KSPLIT;              // which slice of K this thread group sums
+  let rows_per_wg = (groups / KSPLIT) * RPT;
   let logical_rows = select(N, N / 2u, EPI == 2u);
-  let base = (wid.x + wid.y * nwg.x) * rows_per_wg + (lid / TPR) * RPT;
+  let base = (wid.x + wid.y * nwg.x) * rows_per_wg + (tg / KSPLIT) * RPT;
   let lane = lid % TPR;
   var acc: array<f32, MAXACC>;
   for (var i = 0u; i < MAXACC; i++) { acc[i] = 0.0; }
   let up = RPT * BATCH;  // offset of the SwiGLU "up" accumulators
   if (base < logical_rows) {
-    for (var g = lane; g < groupsPerRow(); g += TPR) {
+    for (var g = ks * TPR + lane; g < groupsPerRow(); g += TPR * KSPLIT) {
       if (QFMT <= 1u) {
         for (var b = 0u; b < BATCH; b++) {
           var xr: array<vec4<f32>, 8>;
@@ -183,22 +188,33 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
       }
     }
   }
+  // Reduce over the lanes of each thread group, then over the KSPLIT groups that share the rows.
+  let n_acc = select(1u, 2u, EPI == 2u) * RPT * BATCH;
+  for (var i = 0u; i < n_acc; i++) {
+    let v = reduceLanes(acc[i], lid);
+    if (lane == 0u) { part[tg * MAXACC + i] = v; }
+  }
+  workgroupBarrier();
+  if (lane != 0u || ks != 0u) { return; }
+  for (var i = 0u; i < n_acc; i++) {
+    var t = 0.0;
+    for (var j = 0u; j < KSPLIT; j++) { t += part[(tg + j) * MAXACC + i]; }
+    acc[i] = t;
+  }
   for (var r = 0u; r < RPT; r++) {
+    let row = base + r;
+    if (row >= logical_rows) { continue; }
     for (var b = 0u; b < BATCH; b++) {
-      let a = reduceLanes(acc[r * BATCH + b], lid);
-      var u = 0.0;
-      if (EPI == 2u) { u = reduceLanes(acc[up + r * BATCH + b], lid); }
-      let row = base + r;
-      if (row < logical_rows && lane == 0u) {
-        let out = b * Y_STRIDE + ROW_OFFSET + row;
-        if (EPI == 2u) {
-          y[out] = a / (1.0 + exp(-a)) * u;
-        } else {
-          var v = a;
-          if (HAS_BIAS) { v += bias[ROW_OFFSET + row]; }
-          if (EPI == 1u) { v += y[out]; }
-          y[out] = v;
-        }
+      let a = acc[r * BATCH + b];
+      let out = b * Y_STRIDE + ROW_OFFSET + row;
+      if (EPI == 2u) {
+        let u = acc[up + r * BATCH + b];
+        y[out] = a / (1.0 + exp(-a)) * u;
+      } else {
+        var v = a;
+        if (HAS_BIAS) { v += bias[ROW_OFFSET + row]; }
+        if (EPI == 1u) { v += y[out]; }
+        y[out] = v;
       }
     }
   }

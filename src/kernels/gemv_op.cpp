@@ -19,6 +19,15 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
   uint32_t rpt = cfg.rpt ? cfg.rpt : std::max<uint32_t>(1, 4 / cfg.batch);
   if (2 * rpt * cfg.batch > 32) rpt = std::max<uint32_t>(1, 16 / cfg.batch);
   const uint32_t out_w = cfg.epi == Epilogue::kSwiGlu ? w.N / 2 : w.N;
+  // K split across thread groups when there are few rows: more warps in flight for small matrices (an o_proj
+  // of 2048 rows would otherwise fill a fraction of a large GPU). Power of two ≤ 8 dividing the groups.
+  uint32_t ksplit = cfg.ksplit;
+  if (!ksplit) {
+    const uint32_t gpr = (w.K + (w.format == WeightFormat::kQ3F16 ? 39 : 31)) / (w.format == WeightFormat::kQ3F16 ? 40 : 32);
+    ksplit = 1;
+    if (out_w < 16384)
+      while (ksplit < 8 && ksplit * 2 * tpr <= gpr && ksplit * 2 <= 256 / tpr) ksplit *= 2;
+  }
   const uint32_t y_stride = cfg.y_stride ? cfg.y_stride : out_w;
   const uint32_t x_stride = cfg.x_stride ? cfg.x_stride : w.K;
   std::vector<float> dummy_host(4, 0.f);
@@ -29,7 +38,8 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
     gpu::Constants k{{"QFMT", (int)w.format}, {"N", n}, {"K", w.K}, {"BATCH", cfg.batch}, {"EPI", (int)cfg.epi},
                      {"NORM", cfg.norm ? 1 : 0}, {"HAS_BIAS", w.bias ? 1 : 0}, {"EPS", cfg.eps},
                      {"ROW_OFFSET", row0}, {"Y_STRIDE", y_stride}, {"X_STRIDE", x_stride}, {"TPR", tpr},
-                     {"SG_REDUCE", sg ? 1 : 0}, {"RPT", rpt}};
+                     {"SG_REDUCE", sg ? 1 : 0}, {"RPT", rpt},
+                     {"KSPLIT", ksplit}};
     auto kern = ctx.kernel("gemv", k);
     if (!kern) return std::move(kern).error();
     // Unused bindings get any read-only buffer that is not `y`.
@@ -42,7 +52,7 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
     p.kernel = *kern;
     p.bg = std::move(*bg);
     uint32_t rows = cfg.epi == Epilogue::kSwiGlu ? n / 2 : n;
-    const uint32_t rows_per_wg = 256 / tpr * rpt;
+    const uint32_t rows_per_wg = 256 / tpr / ksplit * rpt;
     uint32_t groups = (rows + rows_per_wg - 1) / rows_per_wg;
     p.gx = std::min<uint32_t>(groups, 65535);
     p.gy = (groups + p.gx - 1) / p.gx;

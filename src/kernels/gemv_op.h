@@ -17,6 +17,7 @@ struct GemvConfig {
   uint32_t x_stride = 0, y_stride = 0;  // floats per batch row (0: K and the output width)
   uint32_t tpr = 0;                 // threads per row (0: device default)
   uint32_t rpt = 0;                 // rows per thread group (0: 4 / batch, at least 1)
+  uint32_t ksplit = 0;              // thread groups splitting K per row (0: by matrix size)
 };
 
 class GemvOp {

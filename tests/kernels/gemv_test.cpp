@@ -15,6 +15,7 @@ struct Case {
   uint32_t tpr = 32;
   bool sg = false;  // subgroup-shuffle reduction (needs tpr <= subgroup size)
   uint32_t rpt = 1;  // rows per thread group
+  uint32_t ksplit = 1;  // thread groups splitting K
 };
 
 void runCase(const Case& c, uint32_t seed) {
@@ -57,7 +58,7 @@ void runCase(const Case& c, uint32_t seed) {
   gpu::Context& g = ctx();
   gpu::Constants k{{"QFMT", c.qfmt}, {"N", c.n}, {"K", c.k}, {"BATCH", c.batch}, {"EPI", c.epi},
                    {"NORM", c.norm ? 1 : 0}, {"HAS_BIAS", c.bias ? 1 : 0}, {"Y_STRIDE", y_stride}, {"TPR", c.tpr},
-                   {"SG_REDUCE", c.sg ? 1 : 0}, {"RPT", c.rpt}};
+                   {"SG_REDUCE", c.sg ? 1 : 0}, {"RPT", c.rpt}, {"KSPLIT", c.ksplit}};
   auto kern = g.kernel("gemv", k);
   ASSERT_TRUE(kern.ok()) << kern.error().toString();
   auto bw = upload(pw.w), bs = upload(pw.s), bx = upload(x), bn = upload(nw), bb = upload(bias);
@@ -69,7 +70,7 @@ void runCase(const Case& c, uint32_t seed) {
   auto bg = g.bindGroup(**kern, {{&bw}, {&bs}, {&bx}, {&by}, {&bn}, {&bb}});
   ASSERT_TRUE(bg.ok()) << bg.error().toString();
   gpu::Recorder rec(g);
-  uint32_t rows_per_wg = 256 / c.tpr * c.rpt;
+  uint32_t rows_per_wg = 256 / c.tpr / c.ksplit * c.rpt;
   rec.dispatch(**kern, *bg, (out_w + rows_per_wg - 1) / rows_per_wg);
   ASSERT_TRUE(rec.submit().ok());
   auto got = download<float>(by, y0.size());
@@ -102,6 +103,16 @@ TEST(Gemv, SeveralRowsPerThreadGroupReuseX) {
     runCase({q, 301, k, 1, 0, true, true, 32, false, 4}, 20 + q);   // rows not a multiple of 4
     runCase({q, 130, k, 2, 2, false, false, 32, false, 4}, 30 + q);  // SwiGLU, batch 2
     runCase({q, 67, k, 4, 1, true, false, 16, false, 2}, 40 + q);    // residual, batch 4
+  }
+}
+
+TEST(Gemv, SplitKAcrossThreadGroups) {
+  for (int q : {0, 3, 4}) {
+    SCOPED_TRACE("qfmt " + std::to_string(q));
+    uint32_t k = q == 4 ? 400 : 1024;
+    runCase({q, 45, k, 1, 1, true, false, 32, false, 4, 8}, 50 + q);   // 8 groups per row
+    runCase({q, 90, k, 2, 2, false, false, 16, false, 2, 4}, 60 + q);  // SwiGLU
+    runCase({q, 33, k, 1, 0, false, true, 32, false, 1, 2}, 70 + q);
   }
 }
 
