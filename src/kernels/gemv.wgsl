@@ -73,6 +73,16 @@ fn dotQ4(row: u32, g: u32, xr: ptr<function, array<vec4<f32>, 8>>) -> f32 {
   return t * scaleOf(row, g);
 }
 
+// The same with x̂ in eight named registers (the fast path keeps every value out of private arrays, which a
+// driver may place in memory when it cannot resolve their indices).
+fn dotQ4r(row: u32, g: u32, x0: vec4<f32>, x1: vec4<f32>, x2: vec4<f32>, x3: vec4<f32>, x4: vec4<f32>,
+          x5: vec4<f32>, x6: vec4<f32>, x7: vec4<f32>) -> f32 {
+  let wv = w[row * groupsPerRow() + g];
+  let t = dot(nib(wv.x, 0u), x0) + dot(nib(wv.x, 16u), x1) + dot(nib(wv.y, 0u), x2) + dot(nib(wv.y, 16u), x3) +
+          dot(nib(wv.z, 0u), x4) + dot(nib(wv.z, 16u), x5) + dot(nib(wv.w, 0u), x6) + dot(nib(wv.w, 16u), x7);
+  return t * scaleOf(row, g);
+}
+
 // Σ over quantization group g of row `row`: W[row, k] · x̂[b, k], for every batch row, added into acc[off + b].
 fn accumulateGroup(row: u32, g: u32, acc: ptr<function, array<f32, MAXACC>>, off: u32) {
   if (QFMT <= 1u) {
@@ -165,7 +175,46 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
   var acc: array<f32, MAXACC>;
   for (var i = 0u; i < MAXACC; i++) { acc[i] = 0.0; }
   let up = RPT * BATCH;  // offset of the SwiGLU "up" accumulators
-  if (base < logical_rows) {
+  let fast = QFMT <= 1u && BATCH == 1u && RPT == 4u;
+  if (fast && base < logical_rows) {
+    // Four rows per thread group, one activation row: vec4 accumulators, rows clamped (masked at the end).
+    let last = logical_rows - 1u;
+    let r0 = base;
+    let r1 = min(base + 1u, last);
+    let r2 = min(base + 2u, last);
+    let r3 = min(base + 3u, last);
+    var a4 = vec4<f32>(0.0);
+    var u4 = vec4<f32>(0.0);
+    for (var g = ks * TPR + lane; g < groupsPerRow(); g += TPR * KSPLIT) {
+      let v = g * 8u;
+      let x0 = xv(0u, v);
+      let x1 = xv(0u, v + 1u);
+      let x2 = xv(0u, v + 2u);
+      let x3 = xv(0u, v + 3u);
+      let x4 = xv(0u, v + 4u);
+      let x5 = xv(0u, v + 5u);
+      let x6 = xv(0u, v + 6u);
+      let x7 = xv(0u, v + 7u);
+      a4 += vec4<f32>(dotQ4r(r0, g, x0, x1, x2, x3, x4, x5, x6, x7), dotQ4r(r1, g, x0, x1, x2, x3, x4, x5, x6, x7),
+                      dotQ4r(r2, g, x0, x1, x2, x3, x4, x5, x6, x7), dotQ4r(r3, g, x0, x1, x2, x3, x4, x5, x6, x7));
+      if (EPI == 2u) {
+        let h = N / 2u;
+        u4 += vec4<f32>(dotQ4r(r0 + h, g, x0, x1, x2, x3, x4, x5, x6, x7),
+                        dotQ4r(r1 + h, g, x0, x1, x2, x3, x4, x5, x6, x7),
+                        dotQ4r(r2 + h, g, x0, x1, x2, x3, x4, x5, x6, x7),
+                        dotQ4r(r3 + h, g, x0, x1, x2, x3, x4, x5, x6, x7));
+      }
+    }
+    acc[0] = a4.x;
+    acc[1] = a4.y;
+    acc[2] = a4.z;
+    acc[3] = a4.w;
+    acc[4] = u4.x;
+    acc[5] = u4.y;
+    acc[6] = u4.z;
+    acc[7] = u4.w;
+  }
+  if (!fast && base < logical_rows) {
     for (var g = ks * TPR + lane; g < groupsPerRow(); g += TPR * KSPLIT) {
       if (QFMT <= 1u) {
         for (var b = 0u; b < BATCH; b++) {
