@@ -178,7 +178,7 @@ int runBenchPrefill(const Args& args) {
   if (!json)
     std::printf("%s %s on %s (prefill chunk %u)\n%8s %12s %12s %12s\n", c.model_type.c_str(),
                 std::string(quantName(c.quant)).c_str(), e.ctx->info().device.c_str(),
-                e.forward->options().prefill_chunk, "tokens", "ms", "tok/s", "TFLOP/s");
+                e.forward->prefillChunk(), "tokens", "ms", "tok/s", "TFLOP/s");
   for (uint32_t n : lengths) {
     double best = 1e30;
     for (int rep = 0; rep < 3; ++rep) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <stdexcept>
 #include <iostream>
 
 namespace ewgpu::cli {
@@ -88,6 +89,14 @@ int main(int argc, char** argv) {
   ewgpu::cli::Args rest(args.begin() + (long)used, args.end());
   try {
     return best->run(rest);
+  } catch (const std::invalid_argument& e) {  // std::stoul & co. on a flag value that is not a number
+    return ewgpu::cli::reportError(
+        ewgpu::makeError(ewgpu::ErrorCode::kBadRequest, "invalid number in the arguments", {{"what", e.what()}}),
+        ewgpu::cli::hasFlag(rest, "--json"));
+  } catch (const std::out_of_range& e) {
+    return ewgpu::cli::reportError(
+        ewgpu::makeError(ewgpu::ErrorCode::kBadRequest, "number out of range in the arguments", {{"what", e.what()}}),
+        ewgpu::cli::hasFlag(rest, "--json"));
   } catch (const std::exception& e) {  // a bug, not an expected failure: report it, never abort silently
     std::fprintf(stderr, "ewgpu: internal error: %s\n", e.what());
     return 70;

@@ -11,7 +11,7 @@
 namespace ewgpu::gpu {
 
 struct MicrobenchOptions {
-  uint64_t read_bytes = 0;              // 0: 1 GiB capped at the device's max binding size / 2 on CPU adapters
+  uint64_t read_bytes = 0;              // 0: 1 GiB (64 MiB on CPU adapters), capped at the max binding size
   std::vector<uint32_t> workgroups;     // empty: a default sweep
   uint32_t dispatches = 2000;           // per dispatch-cost measurement
   uint32_t repeats = 5;                 // median of this many runs

@@ -1,5 +1,5 @@
 // Prefill linear layer (tiled GEMM): y[t, ROW_OFFSET + c] = epilogue( sum_k x[t, k] * W[n, k] ) for the T tokens
-// of a prefill chunk, for every weight format of KERNELS.md (QFMT 0 q4f16_1, 1 q4f32_1, 2 q0f16, 3 q0f32,
+// of a prefill chunk, for every weight format of docs/kernels.md (QFMT 0 q4f16_1, 1 q4f32_1, 2 q0f16, 3 q0f32,
 // 4 q3f16_1). Arithmetic and accumulation in f32.
 //
 // Tiling: one workgroup of 256 threads (16 x 16) computes a TILE_T x TILE_N tile (tokens x weight rows); each

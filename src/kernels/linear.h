@@ -14,7 +14,7 @@
 
 namespace ewgpu::kernels {
 
-// Weight formats (KERNELS.md): the QFMT override of the kernels.
+// Weight formats (docs/kernels.md): the QFMT override of the kernels.
 enum class WeightFormat : int { kQ4F16 = 0, kQ4F32 = 1, kQ0F16 = 2, kQ0F32 = 3, kQ3F16 = 4 };
 
 // A linear layer's weight W [N, K] (MLC NK layout), possibly split along N into several buffers (chunks).

@@ -48,6 +48,8 @@ class Forward {
   void recordPrefillChunk(gpu::Recorder& rec, uint32_t tokens, bool last, uint32_t decode_row) const;
 
   const ForwardOptions& options() const { return opts_; }
+  uint32_t prefillChunk() const { return chunk_; }    // tokens per prefill chunk actually used
+  uint32_t contextLength() const { return ctx_len_; }  // positions per slot actually used
   const ForwardStats& stats() const { return stats_; }
   const GpuModel& model() const { return model_; }
 

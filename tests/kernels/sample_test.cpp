@@ -418,8 +418,9 @@ TEST(SampleKernel, TopKAndTopPThresholdsAreExact) {
     const SampleReference& ref = *refs[0][b];
     std::printf("[ sample ] row %u: %u survivors of %u (top-p margin %.3g of the mass)\n", b, ref.survivors, V,
                 ref.top_p_margin);
-    if (ref.top_p_margin >= kTopPMarginTolerance)
+    if (ref.top_p_margin >= kTopPMarginTolerance) {
       EXPECT_EQ(got_rows[b * kSampleRowWords + kRowStats], ref.survivors) << "row " << b;
+    }
   }
   EXPECT_LT(refs[0][0]->survivors, 40u);
   EXPECT_GT(refs[0][1]->survivors, V / 2);
