@@ -99,3 +99,11 @@ using Status = Result<void>;
     auto ewgpu_try_r_ = (expr);                 \
     if (!ewgpu_try_r_.ok()) return std::move(ewgpu_try_r_).error(); \
   } while (0)
+
+// Assign the value of an expression returning Result<T> to `lhs`, or propagate its error: EWGPU_ASSIGN(x, make());
+#define EWGPU_ASSIGN(lhs, expr)                        \
+  do {                                                 \
+    auto ewgpu_assign_r_ = (expr);                     \
+    if (!ewgpu_assign_r_) return std::move(ewgpu_assign_r_).error(); \
+    lhs = std::move(*ewgpu_assign_r_);                 \
+  } while (0)

@@ -94,13 +94,6 @@ class Uploader {
   uint64_t bytes_ = 0;
 };
 
-#define EWGPU_ASSIGN(lhs, expr)                \
-  do {                                         \
-    auto ewgpu_r_ = (expr);                    \
-    if (!ewgpu_r_) return std::move(ewgpu_r_).error(); \
-    lhs = std::move(*ewgpu_r_);                \
-  } while (0)
-
 }  // namespace
 
 WeightFormat weightFormatOf(Quant q) {

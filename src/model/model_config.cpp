@@ -81,13 +81,6 @@ class FieldReader {
   const std::string& file_;
 };
 
-#define EWGPU_ASSIGN(lhs, expr)                 \
-  do {                                          \
-    auto r_ = (expr);                           \
-    if (!r_.ok()) return std::move(r_).error(); \
-    lhs = std::move(r_).value();                \
-  } while (0)
-
 Result<std::optional<RopeScaling>> parseRopeScaling(const FieldReader& f, const std::string& file) {
   const nlohmann::json* v = f.find("rope_scaling");
   if (!v) return std::optional<RopeScaling>{};

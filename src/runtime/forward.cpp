@@ -10,13 +10,6 @@ namespace {
 using kernels::Epilogue;
 using kernels::GemvConfig;
 
-#define EWGPU_ASSIGN(lhs, expr)                        \
-  do {                                                 \
-    auto ewgpu_r_ = (expr);                            \
-    if (!ewgpu_r_) return std::move(ewgpu_r_).error(); \
-    lhs = std::move(*ewgpu_r_);                        \
-  } while (0)
-
 kernels::GdnDims gdnDims(const ModelConfig& c) {
   kernels::GdnDims d;
   d.nk = c.lin_k_heads;
