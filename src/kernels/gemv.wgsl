@@ -58,11 +58,9 @@ fn xv(b: u32, v: u32) -> vec4<f32> {
 
 fn xs(b: u32, k: u32) -> f32 { return xv(b, k >> 2u)[k & 3u]; }
 
-// Four int4 codes of `word` starting at bit `lo`, minus the zero point 7, as f32. The codes go into the mantissa
-// of 2^23 (bits | 0x4B000000 is exactly 2^23 + code), so one subtraction replaces four int-to-float conversions.
 fn nib(word: u32, lo: u32) -> vec4<f32> {
-  let codes = (vec4<u32>(word) >> vec4<u32>(lo, lo + 4u, lo + 8u, lo + 12u)) & vec4<u32>(15u);
-  return bitcast<vec4<f32>>(codes | vec4<u32>(0x4B000000u)) - vec4<f32>(8388615.0);
+  return vec4<f32>(f32((word >> lo) & 15u), f32((word >> (lo + 4u)) & 15u), f32((word >> (lo + 8u)) & 15u),
+                   f32((word >> (lo + 12u)) & 15u)) - vec4<f32>(7.0);
 }
 
 // q4 group g of row `row` against x̂ values already in registers: Σ (code - 7) · x · scale.
