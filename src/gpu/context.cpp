@@ -366,7 +366,13 @@ Status Context::finish() {
   cb.mode = WGPUCallbackMode_WaitAnyOnly;
   cb.callback = [](WGPUQueueWorkDoneStatus st, WGPUStringView, void* u1, void*) { static_cast<Out*>(u1)->status = st; };
   cb.userdata1 = &out;
-  EWGPU_TRY(wait(wgpuQueueOnSubmittedWorkDone(queue_, cb)));
+  // A slow adapter (SwiftShader running a large model) can take minutes: wait in slices, give up after ten.
+  WGPUFuture f = wgpuQueueOnSubmittedWorkDone(queue_, cb);
+  for (int slice = 0;; ++slice) {
+    Status w = wait(f, 1'000'000'000ull);
+    if (w) break;
+    if (lost() || slice >= 600) return lost() ? takeError() : w;
+  }
   EWGPU_TRY(takeError());
   if (out.status != WGPUQueueWorkDoneStatus_Success)
     return makeError(ErrorCode::kGpu, "queue work did not complete", {{"status", (int)out.status}});
