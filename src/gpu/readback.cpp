@@ -7,7 +7,7 @@ Result<Readback> Readback::create(Context& ctx, uint64_t size, std::string_view 
   if (!b) return std::move(b).error();
   Readback r;
   r.staging_ = std::move(*b);
-  r.state_ = std::make_unique<State>();
+  r.state_ = std::make_shared<State>();
   return r;
 }
 
@@ -21,12 +21,14 @@ void Readback::requestMap(Context& ctx) {
   WGPUBufferMapCallbackInfo cb{};
   cb.mode = WGPUCallbackMode_AllowProcessEvents;
   cb.callback = [](WGPUMapAsyncStatus st, WGPUStringView msg, void* u1, void*) {
-    auto* s = static_cast<State*>(u1);
+    auto* held = static_cast<std::shared_ptr<State>*>(u1);
+    State* s = held->get();
     s->status = st;
     s->done = true;
     if (msg.data) s->message = msg.length == WGPU_STRLEN ? std::string(msg.data) : std::string(msg.data, msg.length);
+    delete held;
   };
-  cb.userdata1 = state_.get();
+  cb.userdata1 = new std::shared_ptr<State>(state_);
   state_->future = wgpuBufferMapAsync(staging_.handle(), WGPUMapMode_Read, 0, staging_.size(), cb);
 }
 
@@ -40,14 +42,14 @@ Status Readback::status() const {
 
 Status Readback::wait(Context& ctx) {
   if (!state_ || !state_->requested) return makeError(ErrorCode::kInternal, "readback wait without requestMap");
-  // Slow adapters (SwiftShader running a long command buffer) may take seconds: wait in slices, give up
-  // after two minutes.
+  // Slow adapters (SwiftShader running a long command buffer) may take minutes: wait in slices, give up
+  // after ten.
   for (int slice = 0; !state_->done; ++slice) {
     if (ctx.lost()) return ctx.takeError();
     ctx.processEvents();
     if (state_->done) break;
     Status w = ctx.wait(state_->future, 1'000'000'000ull);
-    if (!w && slice >= 120) return w;
+    if (!w && slice >= 600) return w;
   }
   EWGPU_TRY(ctx.takeError());
   return status();

@@ -6,6 +6,7 @@
 #include "gpu/context.h"
 #include "gpu/recorder.h"
 
+#include <memory>
 #include <span>
 
 namespace ewgpu::gpu {
@@ -40,7 +41,9 @@ class Readback {
     WGPUFuture future{};
   };
   Buffer staging_;
-  std::unique_ptr<State> state_;  // stable address for the callback
+  // Shared with the map callback (which holds its own reference), so a Readback destroyed while a map is pending
+  // never leaves the callback pointing at freed memory.
+  std::shared_ptr<State> state_;
   const uint8_t* mapped_ = nullptr;
 };
 

@@ -114,3 +114,25 @@ TEST(Timer, MeasuresPassesWhenTimestampsExist) {
 
 }  // namespace
 }  // namespace ewgpu::gpu
+
+namespace ewgpu::gpu {
+namespace {
+
+TEST(Readback, DestroyedWhileAMapIsPendingIsSafe) {
+  Context& ctx = testing::sharedContext();
+  auto src = ctx.createBuffer(1 << 20, BufferKind::kStorage, "src");
+  ASSERT_TRUE(src.ok());
+  {
+    auto rb = Readback::create(ctx, 1 << 20);
+    ASSERT_TRUE(rb.ok());
+    Recorder rec(ctx);
+    rb->record(rec, *src, 0, 1 << 20);
+    ASSERT_TRUE(rec.submit().ok());
+    rb->requestMap(ctx);
+  }  // the Readback and its staging buffer go away with the map in flight
+  for (int i = 0; i < 1000; ++i) ctx.processEvents();  // the callback fires on its own state, not on freed memory
+  EXPECT_TRUE(ctx.finish().ok());
+}
+
+}  // namespace
+}  // namespace ewgpu::gpu
