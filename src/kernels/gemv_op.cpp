@@ -1,5 +1,7 @@
 #include "kernels/gemv_op.h"
 
+#include <cstdlib>
+
 namespace ewgpu::kernels {
 
 Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x, const gpu::Buffer& y,
@@ -10,18 +12,24 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
     return makeError(ErrorCode::kInternal, "SwiGLU gemv needs an unsplit weight", {{"chunks", w.w_chunks.size()}});
   const DeviceInfo& d = ctx.info();
   // Threads per row: a subgroup's worth where shuffles can reduce it, else 32 through workgroup memory.
-  uint32_t tpr = cfg.tpr;
+  // EWGPU_GEMV_TPR / _RPT / _KSPLIT override the defaults below (tuning sweeps on a new GPU; bench/h200_run.sh).
+  auto knob = [](const char* name) -> uint32_t {
+    const char* v = std::getenv(name);
+    return v ? (uint32_t)std::strtoul(v, nullptr, 10) : 0;
+  };
+  uint32_t tpr = cfg.tpr ? cfg.tpr : knob("EWGPU_GEMV_TPR");
   // (a subgroup's worth reduces with shuffles and no barriers; SwiftShader's subgroups are 4 wide).
   if (!tpr) tpr = d.subgroups ? std::clamp<uint32_t>(d.subgroup_min_size, 4, 32) : 32;
   bool sg = d.subgroups && tpr <= d.subgroup_min_size;
   // Rows per thread group: each x value loaded from cache serves RPT weight rows (f32 x is 8x the bytes of
   // q4 weights, so without reuse the kernel is bound by cache bandwidth, not memory).
-  uint32_t rpt = cfg.rpt ? cfg.rpt : std::max<uint32_t>(1, 4 / cfg.batch);
+  uint32_t rpt = cfg.rpt ? cfg.rpt : knob("EWGPU_GEMV_RPT");
+  if (!rpt) rpt = std::max<uint32_t>(1, 4 / cfg.batch);
   if (2 * rpt * cfg.batch > 32) rpt = std::max<uint32_t>(1, 16 / cfg.batch);
   const uint32_t out_w = cfg.epi == Epilogue::kSwiGlu ? w.N / 2 : w.N;
   // K split across thread groups when there are few rows: more warps in flight for small matrices (an o_proj
   // of 2048 rows would otherwise fill a fraction of a large GPU). Power of two ≤ 8 dividing the groups.
-  uint32_t ksplit = cfg.ksplit;
+  uint32_t ksplit = cfg.ksplit ? cfg.ksplit : knob("EWGPU_GEMV_KSPLIT");
   if (!ksplit) {
     const uint32_t gpr = (w.K + (w.format == WeightFormat::kQ3F16 ? 39 : 31)) / (w.format == WeightFormat::kQ3F16 ? 40 : 32);
     ksplit = 1;
