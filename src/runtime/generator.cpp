@@ -178,9 +178,7 @@ Status Generator::issueDecode() {
     Seq* s = byRow((int)b);
     uint32_t zero = 0;
     ctx_.write(fwd_.rows(), ((uint64_t)b * Forward::kRowWords + kRowOutIndex) * 4, &zero, 4);
-    if (!s || !s->decoding) {
-      if (!s) ctx_.write(fwd_.rows(), ((uint64_t)b * Forward::kRowWords + kRowActive) * 4, &zero, 4);
-    }
+    if (!s) ctx_.write(fwd_.rows(), ((uint64_t)b * Forward::kRowWords + kRowActive) * 4, &zero, 4);
   }
   gpu::Recorder rec(ctx_);
   for (uint32_t k = 0; k < steps_; ++k) fwd_.recordDecodeStep(rec);

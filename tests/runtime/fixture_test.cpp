@@ -17,19 +17,7 @@ namespace ewgpu {
 namespace {
 
 using testing::gpuContext;
-
-std::vector<float> readFloats(const gpu::Buffer& b, size_t n) {
-  auto rb = gpu::Readback::create(gpuContext(), n * 4);
-  gpu::Recorder rec(gpuContext());
-  rb->record(rec, b, 0, n * 4);
-  EXPECT_TRUE(rec.submit().ok());
-  rb->requestMap(gpuContext());
-  EXPECT_TRUE(rb->wait(gpuContext()).ok());
-  std::vector<float> v(n);
-  std::memcpy(v.data(), rb->data().data(), n * 4);
-  rb->unmap();
-  return v;
-}
+using testing::readFloats;
 
 double maxAbsDiff(const std::vector<float>& a, const nlohmann::json& b) {
   double w = 0;

@@ -13,20 +13,7 @@ namespace ewgpu {
 namespace {
 
 using testing::gpuContext;
-
-std::vector<float> readFloats(const gpu::Buffer& b, size_t n) {
-  auto rb = gpu::Readback::create(gpuContext(), n * 4);
-  gpu::Recorder rec(gpuContext());
-  rb->record(rec, b, 0, n * 4);
-  EXPECT_TRUE(rec.submit().ok());
-  rb->requestMap(gpuContext());
-  Status w = rb->wait(gpuContext());
-  EXPECT_TRUE(w.ok()) << w.error().toString();
-  std::vector<float> v(n);
-  if (w.ok()) std::memcpy(v.data(), rb->data().data(), n * 4);
-  rb->unmap();
-  return v;
-}
+using testing::readFloats;
 
 // max |a - b| / max |b|
 double normErr(const std::vector<float>& a, std::span<const float> b) {

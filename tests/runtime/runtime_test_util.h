@@ -3,6 +3,7 @@
 #pragma once
 
 #include "gpu/context.h"
+#include "gpu/readback.h"
 #include "model/gpu_model.h"
 #include "model/model_folder.h"
 #include "model/reference_model.h"
@@ -11,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <string>
 
@@ -26,6 +28,21 @@ inline gpu::Context& gpuContext() {
     return std::move(*r);
   }();
   return *c;
+}
+
+// Reads n floats of a GPU buffer (blocking; tests only). Zeros and a test failure if the readback fails.
+inline std::vector<float> readFloats(const gpu::Buffer& b, size_t n) {
+  auto rb = gpu::Readback::create(gpuContext(), n * 4);
+  gpu::Recorder rec(gpuContext());
+  rb->record(rec, b, 0, n * 4);
+  EXPECT_TRUE(rec.submit().ok());
+  rb->requestMap(gpuContext());
+  Status w = rb->wait(gpuContext());
+  EXPECT_TRUE(w.ok()) << w.error().toString();
+  std::vector<float> v(n);
+  if (w.ok()) std::memcpy(v.data(), rb->data().data(), n * 4);
+  rb->unmap();
+  return v;
 }
 
 // A real byte-level BPE tokenizer.json with 256 tokens (written by tools/qwen35_transformers_reference.py for the
