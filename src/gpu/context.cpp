@@ -159,7 +159,7 @@ Status Context::init(const ContextOptions& options) {
                      {{"adapter", mode}});
   nlohmann::json tried = nlohmann::json::array();
   EWGPU_TRY(requestAdapter(mode, tried));
-  EWGPU_TRY(requestDevice());
+  EWGPU_TRY(requestDevice(options));
   fillInfo();
   return {};
 }
@@ -237,7 +237,7 @@ Status Context::requestAdapter(const std::string& mode, nlohmann::json& tried) {
                    {{"adapter", mode}, {"tried", tried}});
 }
 
-Status Context::requestDevice() {
+Status Context::requestDevice(const ContextOptions& options) {
   wgpuAdapterGetLimits(adapter_, &limits_);
   limits_.nextInChain = nullptr;
   std::vector<WGPUFeatureName> features;
@@ -249,6 +249,24 @@ Status Context::requestDevice() {
   toggles.chain.sType = WGPUSType_DawnTogglesDescriptor;
   toggles.disabledToggleCount = 1;
   toggles.disabledToggles = disabled;
+  std::string list = options.toggles;
+  if (list.empty())
+    if (const char* e = std::getenv("EWGPU_DAWN_TOGGLES")) list = e;
+  const char* robust_env = std::getenv("EWGPU_ROBUST");
+  if (!options.robust && !(robust_env && std::string(robust_env) == "1"))
+    list = list.empty() ? "disable_robustness" : "disable_robustness," + list;
+  std::vector<std::string> enabled_names;
+  for (size_t at = 0; at < list.size();) {
+    size_t comma = list.find(',', at);
+    if (comma == std::string::npos) comma = list.size();
+    if (comma > at) enabled_names.push_back(list.substr(at, comma - at));
+    at = comma + 1;
+  }
+  std::vector<const char*> enabled;
+  for (const auto& n : enabled_names) enabled.push_back(n.c_str());
+  toggles.enabledToggleCount = enabled.size();
+  toggles.enabledToggles = enabled.data();
+  info_.toggles = list;
 
   WGPUDeviceDescriptor desc{};
   desc.nextInChain = &toggles.chain;
@@ -454,6 +472,8 @@ Result<const Kernel*> Context::kernel(std::string_view name, const Constants& co
   if (info_.subgroups) defines.push_back("SUBGROUPS");
   auto k = compile(name, preprocessWgsl(src, defines), constants);
   if (!k) return std::move(k).error();
+  for (const auto& [cname, v] : constants)
+    (*k)->constants += ((*k)->constants.empty() ? "" : " ") + cname + "=" + std::to_string(v);
   const Kernel* p = k->get();
   kernels_[key] = std::move(*k);
   return p;

@@ -25,6 +25,14 @@ namespace ewgpu::gpu {
 struct ContextOptions {
   std::string adapter = "";  // "" = $EWGPU_ADAPTER or "auto"; "gpu" = hardware only; "swiftshader"
   bool want_timestamps = true;
+  // Bounds clamps on every buffer access in generated shaders (Dawn's robustness). Off by default: every index
+  // our kernels compute is bounded by sizes the host checked (token ids, positions and lengths are validated
+  // before they reach the GPU), and the clamps cost 30-40% of decode speed on the H200 (docs/benchmarks.md).
+  // true, or EWGPU_ROBUST=1, keeps them (while developing a kernel, say).
+  bool robust = false;
+  // Further Dawn device toggles to enable, e.g. "disable_workgroup_init". Unknown names are ignored by Dawn.
+  // "" = $EWGPU_DAWN_TOGGLES (comma-separated).
+  std::string toggles = "";
 };
 
 class Context;
@@ -67,6 +75,7 @@ struct Kernel {
   Kernel(const Kernel&) = delete;
   Kernel& operator=(const Kernel&) = delete;
   std::string name;
+  std::string constants;  // "N=3072 K=2048 ..." (profiles name dispatches by it)
   WGPUComputePipeline pipeline = nullptr;
   WGPUBindGroupLayout layout = nullptr;
 };
@@ -149,7 +158,7 @@ class Context {
   Context() = default;
   Status init(const ContextOptions& options);
   Status requestAdapter(const std::string& mode, nlohmann::json& tried);
-  Status requestDevice();
+  Status requestDevice(const ContextOptions& options);
   void fillInfo();
   void pushScopes();
   Status popScopes();

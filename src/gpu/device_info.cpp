@@ -18,6 +18,7 @@ nlohmann::json DeviceInfo::toJson() const {
         {"maxComputeInvocationsPerWorkgroup", max_compute_invocations_per_workgroup},
         {"maxComputeWorkgroupsPerDimension", max_compute_workgroups_per_dimension}}},
       {"memory_heaps", heaps},
+      {"toggles", toggles},
   };
 }
 

@@ -24,6 +24,7 @@ struct DeviceInfo {
   bool shader_f16 = false;
   bool subgroups = false;
   bool timestamp_query = false;
+  std::string toggles;       // Dawn device toggles enabled on request (ContextOptions::toggles)
   // Limits the engine depends on (the adapter's maxima; the device is created with them).
   uint64_t max_storage_buffer_binding_size = 0;
   uint64_t max_buffer_size = 0;

@@ -47,6 +47,7 @@ void Recorder::dispatch(const Kernel& k, const BindGroup& bg, uint32_t x, uint32
   ++since_submit_;
   if (split_) {
     labels_.push_back(k.name);
+    details_.push_back(k.constants + " grid=" + std::to_string(x) + "x" + std::to_string(y) + "x" + std::to_string(z));
     endPass();
   }
 }

@@ -39,6 +39,7 @@ class Recorder {
   // Profiling: every dispatch gets its own pass (so a Timer times each kernel); passLabels() names them.
   void setSplitPasses(bool on) { split_ = on; }
   const std::vector<std::string>& passLabels() const { return labels_; }
+  const std::vector<std::string>& passDetails() const { return details_; }  // constants and grid per pass
   const RecorderStats& stats() const { return stats_; }
   void resetStats() { stats_ = {}; }
 
@@ -54,7 +55,7 @@ class Recorder {
   WGPUComputePassEncoder pass_ = nullptr;
   Timer* timer_ = nullptr;
   bool split_ = false;
-  std::vector<std::string> labels_;
+  std::vector<std::string> labels_, details_;
   RecorderStats stats_;
 };
 
