@@ -3,7 +3,10 @@
 // [max(0, pos - WINDOW + 1), pos] of its slot (WINDOW 0 = no sliding window). Query head h reads KV head
 // h / (HQ / HKV). Output [tokens, HQ * D]; with GATED (Qwen3.5) multiplied by sigmoid(gate) taken from the
 // interleaved q rows of the projection output.
-override D: u32 = 64u;
+// Per block of WG positions: every thread scores one position (q·k over D with 16-byte loads), one workgroup
+// max (two barriers), then the threads split as D/4 columns × WG/(D/4) position lanes to accumulate p·v with
+// 16-byte coalesced loads. The softmax denominator is kept per thread and summed once at the end.
+override D: u32 = 64u;          // head dim, multiple of 4, ≤ 256
 override HQ: u32 = 1u;
 override HKV: u32 = 1u;
 override CTX: u32 = 1u;
@@ -12,41 +15,49 @@ override GATED: bool = false;
 override PREFILL: bool = false;
 override SCALE: f32 = 0.125;    // 1 / sqrt(D)
 
-const WG: u32 = 128u;
-const DPT: u32 = 2u;             // output dims per thread: D ≤ WG * DPT = 256
+const WG: u32 = 256u;
+override DV: u32 = D / 4u;       // vec4 columns of a head
+override PL: u32 = WG / DV;      // position lanes in the p·v accumulation
 
-@group(0) @binding(0) var<storage, read> q: array<f32>;      // [tokens, HQ, D]
+@group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;  // [tokens, HQ, D]
 @group(0) @binding(1) var<storage, read> rows: array<u32>;
-@group(0) @binding(2) var<storage, read> kc: array<f32>;     // [slots, HKV, CTX, D]
-@group(0) @binding(3) var<storage, read> vc: array<f32>;
-@group(0) @binding(4) var<storage, read> qkv: array<f32>;    // projection output (gate rows), GATED only
-@group(0) @binding(5) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read> kc: array<vec4<f32>>; // [slots, HKV, CTX, D]
+@group(0) @binding(3) var<storage, read> vc: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> qkv: array<f32>;      // projection output (gate rows), GATED only
+@group(0) @binding(5) var<storage, read_write> out: array<vec4<f32>>;
 
-var<workgroup> qs: array<f32, 256>;
+var<workgroup> qs: array<vec4<f32>, 64>;
 var<workgroup> p: array<f32, WG>;
 var<workgroup> red: array<f32, WG>;
+var<workgroup> red2: array<f32, 16>;
+var<workgroup> accs: array<vec4<f32>, WG>;
 
+// Workgroup max / sum in two barriers: 16 threads fold 16 values each, then every thread folds the 16.
 fn reduceMax(v: f32, lid: u32) -> f32 {
   red[lid] = v;
   workgroupBarrier();
-  for (var st = WG / 2u; st > 0u; st = st / 2u) {
-    if (lid < st) { red[lid] = max(red[lid], red[lid + st]); }
-    workgroupBarrier();
+  if (lid < 16u) {
+    var r = red[lid * 16u];
+    for (var j = 1u; j < 16u; j++) { r = max(r, red[lid * 16u + j]); }
+    red2[lid] = r;
   }
-  let r = red[0];
   workgroupBarrier();
+  var r = red2[0];
+  for (var j = 1u; j < 16u; j++) { r = max(r, red2[j]); }
   return r;
 }
 
 fn reduceSum(v: f32, lid: u32) -> f32 {
   red[lid] = v;
   workgroupBarrier();
-  for (var st = WG / 2u; st > 0u; st = st / 2u) {
-    if (lid < st) { red[lid] += red[lid + st]; }
-    workgroupBarrier();
+  if (lid < 16u) {
+    var r = 0.0;
+    for (var j = 0u; j < 16u; j++) { r += red[lid * 16u + j]; }
+    red2[lid] = r;
   }
-  let r = red[0];
   workgroupBarrier();
+  var r = 0.0;
+  for (var j = 0u; j < 16u; j++) { r += red2[j]; }
   return r;
 }
 
@@ -61,54 +72,50 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
   let pos = min(rows[b * 8u + 1u] + t, CTX - 1u);
   let g = h / (HQ / HKV);
   let base = (slot * HKV + g) * CTX;
-  for (var d = lid; d < D; d += WG) { qs[d] = q[(i * HQ + h) * D + d]; }
+  if (lid < DV) { qs[lid] = q[(i * HQ + h) * DV + lid] * SCALE; }
   workgroupBarrier();
   var first = 0u;
   if (WINDOW > 0u && pos + 1u > WINDOW) { first = pos + 1u - WINDOW; }
+  let col = lid % DV;
+  let lane = lid / DV;
   var m = -3.0e38;
-  var l = 0.0;
-  var acc: array<f32, DPT>;
-  for (var j = 0u; j < DPT; j++) { acc[j] = 0.0; }
+  var l = 0.0;                    // this thread's share of the softmax denominator (scaled to m)
+  var acc = vec4<f32>(0.0);       // column `col`, positions ≡ lane (mod PL) of every block
   for (var blk = first; blk <= pos; blk += WG) {
     let pp = blk + lid;
-    var sc = -3.0e38;
+    var s = -3.0e38;
     if (pp <= pos) {
-      var dotv = 0.0;
-      let kr = (base + pp) * D;
-      for (var d = 0u; d < D; d += 4u) {
-        dotv += dot(vec4<f32>(qs[d], qs[d + 1u], qs[d + 2u], qs[d + 3u]),
-                    vec4<f32>(kc[kr + d], kc[kr + d + 1u], kc[kr + d + 2u], kc[kr + d + 3u]));
-      }
-      sc = dotv * SCALE;
+      let kr = (base + pp) * DV;
+      var d4 = vec4<f32>(0.0);
+      for (var j = 0u; j < DV; j++) { d4 += qs[j] * kc[kr + j]; }
+      s = d4.x + d4.y + d4.z + d4.w;
     }
-    let bm = reduceMax(sc, lid);
-    let mn = max(m, bm);
-    let e = select(0.0, exp(sc - mn), pp <= pos);
-    p[lid] = e;
+    let mn = max(m, reduceMax(s, lid));
     let corr = exp(m - mn);
-    l = l * corr + reduceSum(e, lid);
+    let e = select(0.0, exp(s - mn), pp <= pos);
+    p[lid] = e;
+    l = l * corr + e;
     m = mn;
+    acc *= corr;
+    workgroupBarrier();
     let cnt = min(WG, pos + 1u - blk);
-    for (var j = 0u; j < DPT; j++) {
-      let d = lid + j * WG;
-      if (d < D) {
-        var a = acc[j] * corr;
-        for (var q2 = 0u; q2 < cnt; q2++) { a += p[q2] * vc[(base + blk + q2) * D + d]; }
-        acc[j] = a;
-      }
-    }
+    let vr = (base + blk) * DV + col;
+    for (var j = lane; j < cnt; j += PL) { acc += p[j] * vc[vr + j * DV]; }
     workgroupBarrier();
   }
-  for (var j = 0u; j < DPT; j++) {
-    let d = lid + j * WG;
-    if (d < D) {
-      var o = acc[j] / l;
-      if (GATED) {
-        let width = 2u * HQ * D + 2u * HKV * D;
-        let gt = qkv[i * width + h * 2u * D + D + d];
-        o = o / (1.0 + exp(-gt));
-      }
-      out[(i * HQ + h) * D + d] = o;
+  let total = reduceSum(l, lid);
+  accs[lid] = acc;
+  workgroupBarrier();
+  if (lid < DV) {
+    var o = vec4<f32>(0.0);
+    for (var j = 0u; j < PL; j++) { o += accs[j * DV + lid]; }
+    o /= total;
+    if (GATED) {
+      let width = 2u * HQ * D + 2u * HKV * D;
+      let gi = i * width + h * 2u * D + D + 4u * lid;
+      let gt = vec4<f32>(qkv[gi], qkv[gi + 1u], qkv[gi + 2u], qkv[gi + 3u]);
+      o = o / (vec4<f32>(1.0) + exp(-gt));
     }
+    out[(i * HQ + h) * DV + lid] = o;
   }
 }

@@ -118,7 +118,7 @@ struct GpuAttn {
 void runShape(const Shape& s, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd;
-  const uint32_t ctx_len = 300, slots = 3;
+  const uint32_t ctx_len = 600, slots = 3;
   CpuAttn cpu{s, ctx_len, slots};
   cpu.k.assign((size_t)slots * s.hkv * ctx_len * s.d, 0);
   cpu.v = cpu.k;
@@ -137,9 +137,10 @@ void runShape(const Shape& s, uint32_t seed) {
     for (auto& e : v) e = nd(rng);
     return v;
   };
-  // Prefill slot 1 in two chunks (150 then 70 tokens): the second attends to the first through the cache.
+  // Prefill slot 1 in three chunks (150, 70, 300 tokens): each attends to the earlier ones through the cache,
+  // and the last reaches past two 256-position blocks of the kernel's online softmax.
   uint32_t pos0 = 0;
-  for (uint32_t chunk : {150u, 70u}) {
+  for (uint32_t chunk : {150u, 70u, 300u}) {
     auto qkv = randomRows(chunk);
     std::vector<uint32_t> rows = {1, pos0, 1, 0, 0, 0, 0, 0};
     auto got = gpu_.run(qkv, chunk, rows, /*prefill=*/true);
