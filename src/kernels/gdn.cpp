@@ -19,18 +19,22 @@ Error badDims(const std::string& why, const GdnDims& d) {
 
 gpu::Constants shapeConstants(const GdnDims& d) { return {{"NK", d.nk}, {"NV", d.nv}, {"KD", d.kd}, {"VD", d.vd}}; }
 
-// Invocations per state column: the largest power of two with vd * k <= 256 that divides kd.
-uint32_t autoKsplit(const GdnDims& d) {
+constexpr uint32_t kMaxRowsPerInvocation = 64;  // gdn_recurrent MAXR: state rows an invocation holds in registers
+
+// Invocations per state column: the largest power of two ≤ 8 that divides kd with vd * k within the device's
+// workgroup size (more invocations: fewer state rows each, all loads of a step in flight at once).
+uint32_t autoKsplit(const GdnDims& d, uint32_t max_invocations) {
   uint32_t k = 1;
-  while (d.vd * k * 2 <= 256 && d.kd % (k * 2) == 0) k *= 2;
+  while (k < 8 && d.vd * k * 2 <= max_invocations && d.kd % (k * 2) == 0) k *= 2;
   return k;
 }
 
-Result<uint32_t> checkKsplit(const GdnDims& d, uint32_t ksplit) {
-  if (ksplit == 0) return autoKsplit(d);
-  if (d.kd % ksplit != 0 || d.vd * ksplit > 256) {
-    return makeError(ErrorCode::kBadRequest, "GDN ksplit must divide kd with vd*ksplit <= 256",
-                     {{"ksplit", ksplit}, {"kd", d.kd}, {"vd", d.vd}});
+Result<uint32_t> checkKsplit(const GdnDims& d, uint32_t ksplit, uint32_t max_invocations) {
+  if (ksplit == 0) ksplit = autoKsplit(d, max_invocations);
+  if (d.kd % ksplit != 0 || d.vd * ksplit > max_invocations || d.kd / ksplit > kMaxRowsPerInvocation) {
+    return makeError(ErrorCode::kBadRequest,
+                     "GDN ksplit must divide kd with vd*ksplit within the workgroup size and kd/ksplit <= 64",
+                     {{"ksplit", ksplit}, {"kd", d.kd}, {"vd", d.vd}, {"max_invocations", max_invocations}});
   }
   return ksplit;
 }
@@ -82,7 +86,7 @@ void GdnConvOp::record(gpu::Recorder& rec, uint32_t rows) const {
 Result<GdnRecurrentOp> GdnRecurrentOp::create(gpu::Context& ctx, const GdnDims& dims, const GdnMixBuffers& b,
                                               uint32_t ksplit) {
   EWGPU_TRY(dims.validate());
-  auto split = checkKsplit(dims, ksplit);
+  auto split = checkKsplit(dims, ksplit, ctx.info().max_compute_invocations_per_workgroup);
   if (!split) return std::move(split).error();
   GdnRecurrentOp op;
   op.dims_ = dims;
@@ -115,7 +119,7 @@ Result<GdnPrefillOp> GdnPrefillOp::create(gpu::Context& ctx, const GdnDims& dims
   gpu::Constants c = shapeConstants(dims);
   c["EPS"] = dims.eps;
   if (algo == GdnPrefillAlgo::kSequential) {
-    auto split = checkKsplit(dims, ksplit);
+    auto split = checkKsplit(dims, ksplit, ctx.info().max_compute_invocations_per_workgroup);
     if (!split) return std::move(split).error();
     c["KSPLIT"] = *split;
     c["WG"] = dims.vd * *split;

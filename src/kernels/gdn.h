@@ -76,7 +76,8 @@ struct GdnMixBuffers {
 // Decode: one recurrence step per active row and value head, then the gated norm. One dispatch.
 class GdnRecurrentOp {
  public:
-  // ksplit: invocations per column (0 = the largest power of two with vd*ksplit <= 256 dividing kd).
+  // ksplit: invocations per column (0 = the largest power of two ≤ 8 dividing kd with vd*ksplit within the
+  // device's workgroup size; kd/ksplit ≤ 64 state rows per invocation).
   static Result<GdnRecurrentOp> create(gpu::Context& ctx, const GdnDims& dims, const GdnMixBuffers& b,
                                        uint32_t ksplit = 0);
   void record(gpu::Recorder& rec, uint32_t batch_rows) const;
