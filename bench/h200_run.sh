@@ -20,10 +20,12 @@ $B/ewgpu run tests/fixtures/qwen3_5_tiny/q4f16_1 "Hello" --chat --max-tokens 16 
 for shape in ${SHAPES:-llama-3.2-1b qwen3-0.6b qwen2.5-1.5b qwen3.5-2b}; do
   $B/ewgpu make-tiny /tmp/m-$shape --shape $shape --quant q4f16_1 --tokenizer $TOK > /dev/null || continue
   $B/ewgpu bench decode /tmp/m-$shape --steps ${STEPS:-1,4,16,32} --tokens 256 ${DECODE_FLAGS:-} 2>&1 | tee "$OUT/decode-$shape.txt"
-  # TOGGLES="a,b c" repeats the decode bench once per space-separated set of Dawn device toggles.
-  for t in ${TOGGLES:-}; do
-    echo "== toggles $t" | tee -a "$OUT/decode-$shape.txt"
-    EWGPU_DAWN_TOGGLES=$t $B/ewgpu bench decode /tmp/m-$shape --steps ${STEPS:-1,4,16,32} --tokens 256 ${DECODE_FLAGS:-} 2>&1 | tee -a "$OUT/decode-$shape.txt"
+  # VARIANTS="A=1,B=2 C=3" repeats the decode bench once per space-separated set of comma-separated environment
+  # assignments (GEMV knobs EWGPU_GEMV_*, Dawn toggles EWGPU_DAWN_TOGGLES=a+b with + between toggles).
+  for v in ${VARIANTS:-}; do
+    echo "== variant $v" | tee -a "$OUT/decode-$shape.txt"
+    env $(echo "$v" | tr ',' ' ' | tr '+' ',') $B/ewgpu bench decode /tmp/m-$shape --steps ${STEPS:-1,4,16,32} --tokens 256 \
+      ${DECODE_FLAGS:-} 2>&1 | tee -a "$OUT/decode-$shape.txt"
   done
   [ -n "${SKIP_PREFILL:-}" ] || $B/ewgpu bench prefill /tmp/m-$shape --lengths 128,512 2>&1 | tee "$OUT/prefill-$shape.txt"
   rm -rf /tmp/m-$shape

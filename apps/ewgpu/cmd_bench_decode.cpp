@@ -32,7 +32,8 @@ struct Setup {
 };
 
 Result<Setup> setup(const Args& args, uint32_t max_steps, uint32_t context) {
-  auto pos = positionals(args, {"--steps", "--tokens", "--lengths", "--adapter", "--context", "--prompt-tokens"});
+  auto pos = positionals(args, {"--steps", "--tokens", "--lengths", "--adapter", "--context", "--prompt-tokens",
+                                "--profile-repeat"});
   if (pos.empty()) return makeError(ErrorCode::kBadRequest, "usage: ewgpu bench decode|prefill MODEL_DIR ...");
   LocalEngineOptions lo;
   if (auto a = flagValue(args, "--adapter")) lo.gpu.adapter = *a;
@@ -87,14 +88,15 @@ Result<DecodeRow> measure(LocalEngine& e, uint32_t k, uint32_t tokens, uint32_t 
   return row;
 }
 
-// GPU time of one decode step by kernel, each dispatch in its own pass (so the absolute sum is above the
-// batched figure: it shows where the time goes, not how fast a step is).
-int profile(LocalEngine& e) {
+// GPU time of one decode step by kernel: each dispatch is issued `repeat` times in a pass of its own and timed
+// (pass time / repeat: the dispatch's cost between neighbours, as inside a step). With repeat 1 every figure
+// carries a pass's overhead. Runs last: repeated dispatches repeat their side effects on the engine's state.
+int profile(LocalEngine& e, uint32_t repeat) {
   auto timer = gpu::Timer::create(*e.ctx, 1024);
   if (!timer) return reportError(timer.error(), false);
   gpu::Recorder rec(*e.ctx, 0);
   rec.setTimer(timer->get());
-  rec.setSplitPasses(true);
+  rec.setSplitPasses(true, repeat);
   e.forward->recordDecodeStep(rec);
   (*timer)->resolve(rec);
   Status st = rec.submit();
@@ -106,12 +108,13 @@ int profile(LocalEngine& e) {
   double total = 0;
   for (size_t i = 0; i < per->size() && i < rec.passLabels().size(); ++i) {
     auto& [ms, n] = by[rec.passLabels()[i]];
+    (*per)[i] /= repeat;
     ms += (*per)[i] / 1e6;
     ++n;
     total += (*per)[i] / 1e6;
   }
-  std::printf("\nprofile of one decode step (one pass per dispatch): %.3f ms\n%-14s %6s %10s %8s\n", total, "kernel",
-              "count", "ms", "share");
+  std::printf("\nprofile of one decode step (each dispatch %u times in a pass of its own): %.3f ms\n%-14s %6s %10s %8s\n",
+              repeat, total, "kernel", "count", "ms", "share");
   for (const auto& [name, v] : by)
     std::printf("%-14s %6d %10.3f %7.1f%%\n", name.c_str(), v.second, v.first, 100 * v.first / total);
   // The dispatches of the first layer (up to the second attention-class kernel) and the last three, in order.
@@ -172,7 +175,8 @@ int runBenchDecode(const Args& args) {
   for (const auto& r : rows)
     std::printf("%4u %10.1f %10.3f %12.3f %12.3f %12.3f %10.2f\n", r.k, r.tok_s, r.ms_per_token, r.gpu_ms_per_token,
                 r.encode_ms_per_token, r.passes_per_token, r.ms_per_token / floor_ms);
-  if (hasFlag(args, "--profile")) return profile(e);
+  if (hasFlag(args, "--profile"))
+    return profile(e, (uint32_t)std::stoul(flagValue(args, "--profile-repeat").value_or("20")));
   return 0;
 }
 
@@ -215,7 +219,7 @@ int runBenchPrefill(const Args& args) {
   return 0;
 }
 
-Registration reg_decode{{"bench decode", "bench decode MODEL [--steps 1,2,4,8,16,32] [--tokens N] [--profile] [--json]",
+Registration reg_decode{{"bench decode", "bench decode MODEL [--steps 1,2,4,8,16,32] [--tokens N] [--profile [--profile-repeat 20]] [--json]",
                          "decode tok/s per K against the bytes/bandwidth + dispatch floor", runBenchDecode}};
 Registration reg_prefill{{"bench prefill", "bench prefill MODEL [--lengths 128,512] [--json]",
                           "prefill tok/s and achieved FLOP rate per prompt length", runBenchPrefill}};

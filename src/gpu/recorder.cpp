@@ -42,7 +42,7 @@ void Recorder::dispatch(const Kernel& k, const BindGroup& bg, uint32_t x, uint32
   ensurePass();
   wgpuComputePassEncoderSetPipeline(pass_, k.pipeline);
   wgpuComputePassEncoderSetBindGroup(pass_, 0, bg.handle(), 0, nullptr);
-  wgpuComputePassEncoderDispatchWorkgroups(pass_, x, y, z);
+  for (uint32_t r = 0; r < (split_ ? repeat_ : 1); ++r) wgpuComputePassEncoderDispatchWorkgroups(pass_, x, y, z);
   ++stats_.dispatches;
   ++since_submit_;
   if (split_) {

@@ -36,8 +36,11 @@ class Recorder {
   // Ends the open pass (if any) and submits everything recorded so far. Returns device errors raised so far.
   Status submit();
   void setTimer(Timer* t) { timer_ = t; }
-  // Profiling: every dispatch gets its own pass (so a Timer times each kernel); passLabels() names them.
-  void setSplitPasses(bool on) { split_ = on; }
+  // Profiling: every dispatch gets its own pass (so a Timer times each kernel); passLabels() names them. With
+  // repeat > 1 the dispatch is issued that many times in its pass (the pass time / repeat is then the cost of the
+  // dispatch between neighbours, as in a real step, without the pass's own overhead). Only for benchmarks:
+  // repeating a dispatch repeats its side effects.
+  void setSplitPasses(bool on, uint32_t repeat = 1) { split_ = on; repeat_ = repeat ? repeat : 1; }
   const std::vector<std::string>& passLabels() const { return labels_; }
   const std::vector<std::string>& passDetails() const { return details_; }  // constants and grid per pass
   const RecorderStats& stats() const { return stats_; }
@@ -55,6 +58,7 @@ class Recorder {
   WGPUComputePassEncoder pass_ = nullptr;
   Timer* timer_ = nullptr;
   bool split_ = false;
+  uint32_t repeat_ = 1;
   std::vector<std::string> labels_, details_;
   RecorderStats stats_;
 };

@@ -15,7 +15,8 @@ override GATED: bool = false;
 override PREFILL: bool = false;
 override SCALE: f32 = 0.125;    // 1 / sqrt(D)
 
-const WG: u32 = 256u;
+override WG: u32 = 256u;         // 256, or 64 where barriers are expensive (CPU adapters)
+override RS: u32 = 16u;          // reduction fan-in: RS * RS == WG
 override DV: u32 = D / 4u;       // vec4 columns of a head
 override PL: u32 = WG / DV;      // position lanes in the p·v accumulation
 
@@ -29,35 +30,35 @@ override PL: u32 = WG / DV;      // position lanes in the p·v accumulation
 var<workgroup> qs: array<vec4<f32>, 64>;
 var<workgroup> p: array<f32, WG>;
 var<workgroup> red: array<f32, WG>;
-var<workgroup> red2: array<f32, 16>;
+var<workgroup> red2: array<f32, RS>;
 var<workgroup> accs: array<vec4<f32>, WG>;
 
-// Workgroup max / sum in two barriers: 16 threads fold 16 values each, then every thread folds the 16.
+// Workgroup max / sum in two barriers: RS threads fold RS values each, then every thread folds the RS.
 fn reduceMax(v: f32, lid: u32) -> f32 {
   red[lid] = v;
   workgroupBarrier();
-  if (lid < 16u) {
-    var r = red[lid * 16u];
-    for (var j = 1u; j < 16u; j++) { r = max(r, red[lid * 16u + j]); }
+  if (lid < RS) {
+    var r = red[lid * RS];
+    for (var j = 1u; j < RS; j++) { r = max(r, red[lid * RS + j]); }
     red2[lid] = r;
   }
   workgroupBarrier();
   var r = red2[0];
-  for (var j = 1u; j < 16u; j++) { r = max(r, red2[j]); }
+  for (var j = 1u; j < RS; j++) { r = max(r, red2[j]); }
   return r;
 }
 
 fn reduceSum(v: f32, lid: u32) -> f32 {
   red[lid] = v;
   workgroupBarrier();
-  if (lid < 16u) {
+  if (lid < RS) {
     var r = 0.0;
-    for (var j = 0u; j < 16u; j++) { r += red[lid * 16u + j]; }
+    for (var j = 0u; j < RS; j++) { r += red[lid * RS + j]; }
     red2[lid] = r;
   }
   workgroupBarrier();
   var r = 0.0;
-  for (var j = 0u; j < 16u; j++) { r += red2[j]; }
+  for (var j = 0u; j < RS; j++) { r += red2[j]; }
   return r;
 }
 

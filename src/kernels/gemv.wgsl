@@ -27,6 +27,10 @@ override WG: u32 = 256u;
 override SG_REDUCE: bool = false;
 override RPT: u32 = 1u;         // rows per thread group: the x values of a group are loaded once for RPT rows
 override KSPLIT: u32 = 1u;      // thread groups (of TPR lanes) sharing the same rows, each over 1/KSPLIT of K
+// q4, BATCH 1: x · norm_w staged in workgroup memory once per workgroup (a padding vec4 after every 8 keeps a
+// lane-per-group read free of bank conflicts) and lanes take a whole 32-weight group (16-byte weight loads).
+override XSH: bool = false;
+override XSH_LEN: u32 = 1u;     // vec4s of xsh: K / 4 + K / 32 with XSH
 
 const MAXB: u32 = 8u;
 const MAXACC: u32 = 32u;        // 2 (SwiGLU halves) × RPT × BATCH ≤ 32
@@ -41,6 +45,7 @@ const MAXACC: u32 = 32u;        // 2 (SwiGLU halves) × RPT × BATCH ≤ 32
 var<workgroup> red: array<f32, WG>;
 var<workgroup> rinv: array<f32, MAXB>;
 var<workgroup> part: array<f32, (WG / TPR) * MAXACC>;  // per thread group partial sums (KSPLIT > 1)
+var<workgroup> xsh: array<vec4<f32>, XSH_LEN>;
 
 fn groupSize() -> u32 { return select(32u, 40u, QFMT == 4u); }
 fn groupsPerRow() -> u32 { return (K + groupSize() - 1u) / groupSize(); }
@@ -71,6 +76,38 @@ fn dotWord(row: u32, wi: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
   let i = row * (K / 8u) + wi;
   let word = w[i >> 2u][i & 3u];
   return (dot(nib(word, 0u), xa) + dot(nib(word, 16u), xb)) * scaleOf(row, wi >> 2u);
+}
+
+// One q4 group (32 weights: elements 32·g .. 32·g+31 of row `row`) against x in eight registers.
+fn dotGroup(row: u32, g: u32, x0: vec4<f32>, x1: vec4<f32>, x2: vec4<f32>, x3: vec4<f32>, x4: vec4<f32>,
+            x5: vec4<f32>, x6: vec4<f32>, x7: vec4<f32>) -> f32 {
+  let wv = w[row * groupsPerRow() + g];
+  let t = dot(nib(wv.x, 0u), x0) + dot(nib(wv.x, 16u), x1) + dot(nib(wv.y, 0u), x2) + dot(nib(wv.y, 16u), x3) +
+          dot(nib(wv.z, 0u), x4) + dot(nib(wv.z, 16u), x5) + dot(nib(wv.w, 0u), x6) + dot(nib(wv.w, 16u), x7);
+  return t * scaleOf(row, g);
+}
+
+// Four rows (r, r+1, r+2, r+3 clamped to `last`) of one group, x from xsh.
+fn rows4Group(r: u32, last: u32, g: u32) -> vec4<f32> {
+  let sb = g * 9u;
+  let x0 = xsh[sb];
+  let x1 = xsh[sb + 1u];
+  let x2 = xsh[sb + 2u];
+  let x3 = xsh[sb + 3u];
+  let x4 = xsh[sb + 4u];
+  let x5 = xsh[sb + 5u];
+  let x6 = xsh[sb + 6u];
+  let x7 = xsh[sb + 7u];
+  return vec4<f32>(dotGroup(min(r, last), g, x0, x1, x2, x3, x4, x5, x6, x7),
+                   dotGroup(min(r + 1u, last), g, x0, x1, x2, x3, x4, x5, x6, x7),
+                   dotGroup(min(r + 2u, last), g, x0, x1, x2, x3, x4, x5, x6, x7),
+                   dotGroup(min(r + 3u, last), g, x0, x1, x2, x3, x4, x5, x6, x7));
+}
+
+// Four rows of one word, x in registers.
+fn rows4Word(r: u32, last: u32, wi: u32, xa: vec4<f32>, xb: vec4<f32>) -> vec4<f32> {
+  return vec4<f32>(dotWord(min(r, last), wi, xa, xb), dotWord(min(r + 1u, last), wi, xa, xb),
+                   dotWord(min(r + 2u, last), wi, xa, xb), dotWord(min(r + 3u, last), wi, xa, xb));
 }
 
 // Σ over quantization group g of row `row`: W[row, k] · x̂[b, k], for every batch row, added into acc[off + b].
@@ -128,20 +165,23 @@ fn reduceLanes(v: f32, lid: u32) -> f32 {
 fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {
   let lid = lidv.x;
-  if (NORM) {
+  if (NORM || XSH) {
     for (var b = 0u; b < BATCH; b++) {
       var ss = 0.0;
       for (var v = lid; v < K / 4u; v += WG) {
         let xi = x[b * (X_STRIDE / 4u) + v];
         ss += dot(xi, xi);
+        if (XSH) { xsh[v + v / 8u] = select(xi, xi * norm_w[v], NORM); }
       }
-      red[lid] = ss;
-      workgroupBarrier();
-      for (var st = WG / 2u; st > 0u; st = st / 2u) {
-        if (lid < st) { red[lid] += red[lid + st]; }
+      if (NORM) {
+        red[lid] = ss;
         workgroupBarrier();
+        for (var st = WG / 2u; st > 0u; st = st / 2u) {
+          if (lid < st) { red[lid] += red[lid + st]; }
+          workgroupBarrier();
+        }
+        if (lid == 0u) { rinv[b] = inverseSqrt(red[0] / f32(K) + EPS); }
       }
-      if (lid == 0u) { rinv[b] = inverseSqrt(red[0] / f32(K) + EPS); }
       workgroupBarrier();
     }
   }
@@ -155,35 +195,62 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
   var acc: array<f32, MAXACC>;
   for (var i = 0u; i < MAXACC; i++) { acc[i] = 0.0; }
   let up = RPT * BATCH;  // offset of the SwiGLU "up" accumulators
-  let fast = QFMT <= 1u && BATCH == 1u && RPT == 4u;
+  // Fast path: q4, one activation row, 4 or 8 rows per thread group, vec4 accumulators (rows clamped, masked
+  // at the end). With XSH the x values come from xsh without rinv, applied once at the end.
+  let fast = QFMT <= 1u && BATCH == 1u && (RPT == 4u || RPT == 8u);
   if (fast && base < logical_rows) {
-    // Four rows per thread group, one activation row: vec4 accumulators, rows clamped (masked at the end).
     let last = logical_rows - 1u;
-    let r0 = base;
-    let r1 = min(base + 1u, last);
-    let r2 = min(base + 2u, last);
-    let r3 = min(base + 3u, last);
+    let h = select(0u, N / 2u, EPI == 2u);
     var a4 = vec4<f32>(0.0);
+    var b4 = vec4<f32>(0.0);
     var u4 = vec4<f32>(0.0);
-    for (var wi = ks * TPR + lane; wi < K / 8u; wi += TPR * KSPLIT) {
-      let xa = xv(0u, 2u * wi);
-      let xb = xv(0u, 2u * wi + 1u);
-      a4 += vec4<f32>(dotWord(r0, wi, xa, xb), dotWord(r1, wi, xa, xb), dotWord(r2, wi, xa, xb),
-                      dotWord(r3, wi, xa, xb));
-      if (EPI == 2u) {
-        let h = N / 2u;
-        u4 += vec4<f32>(dotWord(r0 + h, wi, xa, xb), dotWord(r1 + h, wi, xa, xb), dotWord(r2 + h, wi, xa, xb),
-                        dotWord(r3 + h, wi, xa, xb));
+    var v4 = vec4<f32>(0.0);
+    if (XSH) {
+      for (var g = ks * TPR + lane; g < groupsPerRow(); g += TPR * KSPLIT) {
+        a4 += rows4Group(base, last, g);
+        if (RPT == 8u) { b4 += rows4Group(base + 4u, last, g); }
+        if (EPI == 2u) {
+          u4 += rows4Group(base + h, last + h, g);
+          if (RPT == 8u) { v4 += rows4Group(base + 4u + h, last + h, g); }
+        }
+      }
+      if (NORM) {
+        a4 *= rinv[0];
+        b4 *= rinv[0];
+        u4 *= rinv[0];
+        v4 *= rinv[0];
+      }
+    } else {
+      for (var wi = ks * TPR + lane; wi < K / 8u; wi += TPR * KSPLIT) {
+        let xa = xv(0u, 2u * wi);
+        let xb = xv(0u, 2u * wi + 1u);
+        a4 += rows4Word(base, last, wi, xa, xb);
+        if (RPT == 8u) { b4 += rows4Word(base + 4u, last, wi, xa, xb); }
+        if (EPI == 2u) {
+          u4 += rows4Word(base + h, last + h, wi, xa, xb);
+          if (RPT == 8u) { v4 += rows4Word(base + 4u + h, last + h, wi, xa, xb); }
+        }
       }
     }
+    // acc layout: rows 0..RPT-1, then the SwiGLU "up" rows at `up` = RPT.
     acc[0] = a4.x;
     acc[1] = a4.y;
     acc[2] = a4.z;
     acc[3] = a4.w;
-    acc[4] = u4.x;
-    acc[5] = u4.y;
-    acc[6] = u4.z;
-    acc[7] = u4.w;
+    acc[4] = b4.x;
+    acc[5] = b4.y;
+    acc[6] = b4.z;
+    acc[7] = b4.w;
+    acc[up] = u4.x;
+    acc[up + 1u] = u4.y;
+    acc[up + 2u] = u4.z;
+    acc[up + 3u] = u4.w;
+    if (RPT == 8u) {
+      acc[up + 4u] = v4.x;
+      acc[up + 5u] = v4.y;
+      acc[up + 6u] = v4.z;
+      acc[up + 7u] = v4.w;
+    }
   }
   if (!fast && base < logical_rows && QFMT <= 1u) {
     for (var wi = ks * TPR + lane; wi < K / 8u; wi += TPR * KSPLIT) {

@@ -1,6 +1,7 @@
 #include "kernels/gemv_op.h"
 
 #include <cstdlib>
+#include <string>
 
 namespace ewgpu::kernels {
 
@@ -36,6 +37,13 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
     if (out_w < 16384)
       while (ksplit < 8 && ksplit * 2 * tpr <= gpr && ksplit * 2 <= 256 / tpr) ksplit *= 2;
   }
+  // x staged in workgroup memory (q4, one activation row, whole groups, 4 or 8 rows per group): on where the
+  // workgroup memory holds it; EWGPU_GEMV_XSH=0 turns it off.
+  const bool q4 = w.format == WeightFormat::kQ4F16 || w.format == WeightFormat::kQ4F32;
+  const uint32_t xsh_len = w.K / 4 + w.K / 32;
+  bool xsh = q4 && cfg.batch == 1 && (rpt == 4 || rpt == 8) && w.K % 32 == 0 &&
+             xsh_len * 16 + 1024 + 32 + (256 / tpr) * 128 <= d.max_compute_workgroup_storage_size;  // + red, rinv, part
+  if (const char* e = std::getenv("EWGPU_GEMV_XSH")) xsh = xsh && std::string(e) == "1";
   const uint32_t y_stride = cfg.y_stride ? cfg.y_stride : out_w;
   const uint32_t x_stride = cfg.x_stride ? cfg.x_stride : w.K;
   std::vector<float> dummy_host(4, 0.f);
@@ -47,7 +55,7 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
                      {"NORM", cfg.norm ? 1 : 0}, {"HAS_BIAS", w.bias ? 1 : 0}, {"EPS", cfg.eps},
                      {"ROW_OFFSET", row0}, {"Y_STRIDE", y_stride}, {"X_STRIDE", x_stride}, {"TPR", tpr},
                      {"SG_REDUCE", sg ? 1 : 0}, {"RPT", rpt},
-                     {"KSPLIT", ksplit}};
+                     {"KSPLIT", ksplit}, {"XSH", xsh ? 1 : 0}, {"XSH_LEN", xsh ? xsh_len : 1}};
     auto kern = ctx.kernel("gemv", k);
     if (!kern) return std::move(kern).error();
     // Unused bindings get any read-only buffer that is not `y`.

@@ -168,6 +168,10 @@ Status Forward::createDecodeOps() {
         ak["PREFILL"] = pass;
         ak["SCALE"] = 1.0 / std::sqrt((double)D);
         ak["WINDOW"] = c.sliding_window > 0 ? c.sliding_window : 0;
+        if (ctx_.info().adapter_type == "cpu") {  // SwiftShader: barriers cost per invocation, use fewer
+          ak["WG"] = 64;
+          ak["RS"] = 8;
+        }
         auto k2 = ctx_.kernel("attention", ak);
         if (!k2) return std::move(k2).error();
         auto bg2 = ctx_.bindGroup(**k2, {{pass ? &pq_ : &q_}, {pass ? &prows_ : &rows_}, {&kc_[l]}, {&vc_[l]}, {&src},

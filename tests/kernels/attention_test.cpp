@@ -84,6 +84,7 @@ struct GpuAttn {
   gpu::Buffer kc, vc, inv, norms;
   uint32_t ctx_len;
   Shape s;
+  uint32_t wg = 256;  // attention workgroup size (256 or 64)
   gpu::Constants base(bool prefill) const {
     return {{"D", s.d}, {"HQ", s.hq}, {"HKV", s.hkv}, {"CTX", ctx_len}, {"PREFILL", prefill ? 1 : 0},
             {"GATED", s.gated ? 1 : 0}};
@@ -100,6 +101,8 @@ struct GpuAttn {
     auto c2 = base(prefill);
     c2["WINDOW"] = s.window;
     c2["SCALE"] = 1.0 / std::sqrt((double)s.d);
+    c2["WG"] = wg;
+    c2["RS"] = wg == 256 ? 16 : 8;
     auto att = g.kernel("attention", c2);
     EXPECT_TRUE(att.ok()) << att.error().toString();
     auto bqkv = upload(qkv), brows = upload(rows);
@@ -115,7 +118,7 @@ struct GpuAttn {
   }
 };
 
-void runShape(const Shape& s, uint32_t seed) {
+void runShape(const Shape& s, uint32_t seed, uint32_t wg = 256) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd;
   const uint32_t ctx_len = 600, slots = 3;
@@ -130,7 +133,7 @@ void runShape(const Shape& s, uint32_t seed) {
       table[(size_t)p * s.r + i] = (float)std::cos((double)p * cpu.inv_freq[i]);
       table[(size_t)p * s.r + s.r / 2 + i] = (float)std::sin((double)p * cpu.inv_freq[i]);
     }
-  GpuAttn gpu_{poisoned(cpu.k.size()), poisoned(cpu.k.size()), upload(table), upload(cpu.norms), ctx_len, s};
+  GpuAttn gpu_{poisoned(cpu.k.size()), poisoned(cpu.k.size()), upload(table), upload(cpu.norms), ctx_len, s, wg};
   const uint32_t W = (s.gated ? 2 : 1) * s.hq * s.d + 2 * s.hkv * s.d;
   auto randomRows = [&](uint32_t n) {
     std::vector<float> v((size_t)n * W);
@@ -180,6 +183,10 @@ TEST(Attention, LlamaShapeGqa) { runShape({64, 8, 2, 64, false, false}, 1); }
 TEST(Attention, Qwen3NormsAndHeadDim128) { runShape({128, 4, 2, 128, true, false}, 2); }
 TEST(Attention, Qwen35GatedPartialRotary) { runShape({256, 4, 1, 64, true, true}, 3); }
 TEST(Attention, SlidingWindow) { runShape({32, 2, 2, 32, false, false, 40}, 4); }
+TEST(Attention, SmallWorkgroupAsOnCpuAdapters) {
+  runShape({256, 4, 1, 64, true, true}, 5, 64);
+  runShape({64, 8, 2, 64, false, false, 100}, 6, 64);
+}
 
 TEST(Embed, LooksUpRowsOfEveryFormatAcrossChunks) {
   std::mt19937 rng(5);

@@ -16,6 +16,7 @@ struct Case {
   bool sg = false;  // subgroup-shuffle reduction (needs tpr <= subgroup size)
   uint32_t rpt = 1;  // rows per thread group
   uint32_t ksplit = 1;  // thread groups splitting K
+  bool xsh = false;     // x staged in workgroup memory (q4, batch 1, rpt 4 or 8)
 };
 
 void runCase(const Case& c, uint32_t seed) {
@@ -58,7 +59,8 @@ void runCase(const Case& c, uint32_t seed) {
   gpu::Context& g = ctx();
   gpu::Constants k{{"QFMT", c.qfmt}, {"N", c.n}, {"K", c.k}, {"BATCH", c.batch}, {"EPI", c.epi},
                    {"NORM", c.norm ? 1 : 0}, {"HAS_BIAS", c.bias ? 1 : 0}, {"Y_STRIDE", y_stride}, {"TPR", c.tpr},
-                   {"SG_REDUCE", c.sg ? 1 : 0}, {"RPT", c.rpt}, {"KSPLIT", c.ksplit}};
+                   {"SG_REDUCE", c.sg ? 1 : 0}, {"RPT", c.rpt}, {"KSPLIT", c.ksplit},
+                   {"XSH", c.xsh ? 1 : 0}, {"XSH_LEN", c.xsh ? c.k / 4 + c.k / 32 : 1}};
   auto kern = g.kernel("gemv", k);
   ASSERT_TRUE(kern.ok()) << kern.error().toString();
   auto bw = upload(pw.w), bs = upload(pw.s), bx = upload(x), bn = upload(nw), bb = upload(bias);
@@ -114,6 +116,21 @@ TEST(Gemv, SplitKAcrossThreadGroups) {
     runCase({q, 90, k, 2, 2, false, false, 16, false, 2, 4}, 60 + q);  // SwiGLU
     runCase({q, 33, k, 1, 0, false, true, 32, false, 1, 2}, 70 + q);
   }
+}
+
+// The q4 fast path (one activation row, 4 or 8 rows per thread group) with x from registers or from workgroup
+// memory, every epilogue, with and without the norm prologue, split K, row counts that leave a partial group.
+TEST(Gemv, FastPathRowsPerGroupAndStagedX) {
+  uint32_t seed = 200;
+  for (int q : {0, 1})
+    for (uint32_t rpt : {4u, 8u})
+      for (bool xsh : {false, true})
+        for (uint32_t epi : {0u, 1u, 2u}) {
+          SCOPED_TRACE("qfmt " + std::to_string(q) + " rpt " + std::to_string(rpt) + " xsh " + std::to_string(xsh) +
+                       " epi " + std::to_string(epi));
+          runCase({q, 2 * 83, 512, 1, epi, epi != 1, epi == 0, 32, false, rpt, 1, xsh}, seed++);
+          runCase({q, 2 * 45, 1024, 1, epi, true, false, 16, false, rpt, 4, xsh}, seed++);
+        }
 }
 
 TEST(Gemv, SubgroupShuffleReduction) {
