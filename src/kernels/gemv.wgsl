@@ -44,6 +44,7 @@ const MAXACC: u32 = 32u;        // 2 (SwiGLU halves) × RPT × BATCH ≤ 32
 
 var<workgroup> red: array<f32, WG>;
 var<workgroup> rinv: array<f32, MAXB>;
+var<workgroup> red2: array<f32, 16>;
 var<workgroup> part: array<f32, (WG / TPR) * MAXACC>;  // per thread group partial sums (KSPLIT > 1)
 var<workgroup> xsh: array<vec4<f32>, XSH_LEN>;
 
@@ -173,14 +174,20 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
         ss += dot(xi, xi);
         if (XSH) { xsh[v + v / 8u] = select(xi, xi * norm_w[v], NORM); }
       }
-      if (NORM) {
+      if (NORM) {  // sum of squares in two barriers: 16 threads fold WG/16 values each, thread 0 the 16
         red[lid] = ss;
         workgroupBarrier();
-        for (var st = WG / 2u; st > 0u; st = st / 2u) {
-          if (lid < st) { red[lid] += red[lid + st]; }
-          workgroupBarrier();
+        if (lid < 16u) {
+          var t = 0.0;
+          for (var j = 0u; j < WG / 16u; j++) { t += red[lid * (WG / 16u) + j]; }
+          red2[lid] = t;
         }
-        if (lid == 0u) { rinv[b] = inverseSqrt(red[0] / f32(K) + EPS); }
+        workgroupBarrier();
+        if (lid == 0u) {
+          var t = 0.0;
+          for (var j = 0u; j < 16u; j++) { t += red2[j]; }
+          rinv[b] = inverseSqrt(t / f32(K) + EPS);
+        }
       }
       workgroupBarrier();
     }

@@ -41,8 +41,11 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
   // workgroup memory holds it; EWGPU_GEMV_XSH=0 turns it off.
   const bool q4 = w.format == WeightFormat::kQ4F16 || w.format == WeightFormat::kQ4F32;
   const uint32_t xsh_len = w.K / 4 + w.K / 32;
-  bool xsh = q4 && cfg.batch == 1 && (rpt == 4 || rpt == 8) && w.K % 32 == 0 &&
-             xsh_len * 16 + 1024 + 32 + (256 / tpr) * 128 <= d.max_compute_workgroup_storage_size;  // + red, rinv, part
+  // Staging reads K floats per workgroup: worth it where a workgroup has ≥ 16 rows (x then costs ≤ 1/2 of the
+  // weight bytes; down_proj with K split 8 ways, 4 rows a workgroup, ran 15.1 µs staged and 10.6 µs not).
+  const uint32_t wg_rows = 256 / tpr / ksplit * rpt;
+  bool xsh = q4 && cfg.batch == 1 && (rpt == 4 || rpt == 8) && w.K % 32 == 0 && wg_rows >= 16 &&
+             xsh_len * 16 + 1024 + 96 + (256 / tpr) * 128 <= d.max_compute_workgroup_storage_size;  // + red, rinv, part
   if (const char* e = std::getenv("EWGPU_GEMV_XSH")) xsh = xsh && std::string(e) == "1";
   const uint32_t y_stride = cfg.y_stride ? cfg.y_stride : out_w;
   const uint32_t x_stride = cfg.x_stride ? cfg.x_stride : w.K;
