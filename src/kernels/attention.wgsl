@@ -3,6 +3,11 @@
 // [max(0, pos - WINDOW + 1), pos] of its slot (WINDOW 0 = no sliding window). Query head h reads KV head
 // h / (HQ / HKV). Output [tokens, HQ * D]; with GATED (Qwen3.5) multiplied by sigmoid(gate) taken from the
 // interleaved q rows of the projection output.
+// FUSED (decode only): the workgroup also does qk_prepare's work for its token: q of head h and k of its KV head
+// from the raw projection (optional per-head RMSNorm, rotary embedding at the row's position); the first query
+// head of each KV group writes k and v into the cache at that position, and every workgroup uses its own copy
+// of them for that position, so no workgroup reads a cache entry written in the same dispatch. One dispatch
+// instead of two per attention layer.
 // Per block of WG positions: every thread scores one position (q·k over D with 16-byte loads), one workgroup
 // max (two barriers), then the threads split as D/4 columns × WG/(D/4) position lanes to accumulate p·v with
 // 16-byte coalesced loads. The softmax denominator is kept per thread and summed once at the end.
@@ -14,24 +19,34 @@ override WINDOW: u32 = 0u;
 override GATED: bool = false;
 override PREFILL: bool = false;
 override SCALE: f32 = 0.125;    // 1 / sqrt(D)
+override FUSED: bool = false;
+override QK_NORM: bool = false;  // FUSED: per-head RMSNorm of q and k
+override R: u32 = 64u;           // FUSED: rotary dims (even, ≤ D)
+override EPS: f32 = 1e-6;
 
 override WG: u32 = 256u;         // 256, or 64 where barriers are expensive (CPU adapters)
 override RS: u32 = 16u;          // reduction fan-in: RS * RS == WG
 override DV: u32 = D / 4u;       // vec4 columns of a head
 override PL: u32 = WG / DV;      // position lanes in the p·v accumulation
 
-@group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;  // [tokens, HQ, D]
+@group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;  // [tokens, HQ, D] (unused with FUSED)
 @group(0) @binding(1) var<storage, read> rows: array<u32>;
-@group(0) @binding(2) var<storage, read> kc: array<vec4<f32>>; // [slots, HKV, CTX, D]
-@group(0) @binding(3) var<storage, read> vc: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read> qkv: array<f32>;      // projection output (gate rows), GATED only
+@group(0) @binding(2) var<storage, read_write> kc: array<vec4<f32>>; // [slots, HKV, CTX, D] (written with FUSED)
+@group(0) @binding(3) var<storage, read_write> vc: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> qkv: array<f32>;      // projection output [tokens, width]
 @group(0) @binding(5) var<storage, read_write> out: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read> rope: array<f32>;     // FUSED: [CTX, R] cos then sin (qk_prepare.wgsl)
+@group(0) @binding(7) var<storage, read> norms: array<f32>;    // FUSED with QK_NORM: [2, D] q_norm, k_norm
 
 var<workgroup> qs: array<vec4<f32>, 64>;
 var<workgroup> p: array<f32, WG>;
 var<workgroup> red: array<f32, WG>;
 var<workgroup> red2: array<f32, RS>;
 var<workgroup> accs: array<vec4<f32>, WG>;
+var<workgroup> hb: array<f32, 256>;          // FUSED: one head being prepared
+var<workgroup> hn: array<f32, 256>;
+var<workgroup> kcur: array<vec4<f32>, 64>;   // FUSED: k and v of the token's own position
+var<workgroup> vcur: array<vec4<f32>, 64>;
 
 // Workgroup max / sum in two barriers: RS threads fold RS values each, then every thread folds the RS.
 fn reduceMax(v: f32, lid: u32) -> f32 {
@@ -62,6 +77,36 @@ fn reduceSum(v: f32, lid: u32) -> f32 {
   return r;
 }
 
+fn qkvWidth() -> u32 { return select(HQ * D, 2u * HQ * D, GATED) + 2u * HKV * D; }
+
+// FUSED: hb[0..D) = the head at qkv[src .. src + D) after the optional RMSNorm (weights norms[noff ..]) and the
+// rotary embedding at position p (as qk_prepare.wgsl). Uniform control flow (barriers).
+fn prepHead(src: u32, noff: u32, p: u32, lid: u32) {
+  var ss = 0.0;
+  for (var d = lid; d < D; d += WG) {
+    let v = qkv[src + d];
+    hn[d] = v;
+    ss += v * v;
+  }
+  if (QK_NORM) {
+    let r = inverseSqrt(reduceSum(ss, lid) / f32(D) + EPS);
+    for (var d = lid; d < D; d += WG) { hn[d] = hn[d] * r * norms[noff + d]; }
+  }
+  workgroupBarrier();
+  let half = R / 2u;
+  for (var d = lid; d < D; d += WG) {
+    var v = hn[d];
+    if (d < R && p < CTX) {
+      let fi = d % half;
+      let c = rope[p * R + fi];
+      let sn = rope[p * R + half + fi];
+      if (d < half) { v = hn[d] * c - hn[d + half] * sn; } else { v = hn[d] * c + hn[d - half] * sn; }
+    }
+    hb[d] = v;
+  }
+  workgroupBarrier();
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
   let lid = lidv.x;
@@ -70,10 +115,33 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
   let b = select(i, 0u, PREFILL);
   let t = select(0u, i, PREFILL);
   let slot = rows[b * 8u];
-  let pos = min(rows[b * 8u + 1u] + t, CTX - 1u);
+  let raw_pos = rows[b * 8u + 1u] + t;
+  let pos = min(raw_pos, CTX - 1u);
   let g = h / (HQ / HKV);
   let base = (slot * HKV + g) * CTX;
-  if (lid < DV) { qs[lid] = q[(i * HQ + h) * DV + lid] * SCALE; }
+  if (FUSED) {
+    let width = qkvWidth();
+    let kbase = select(HQ * D, 2u * HQ * D, GATED);
+    prepHead(i * width + select(h * D, h * 2u * D, GATED), 0u, raw_pos, lid);
+    if (lid < DV) {
+      qs[lid] = vec4<f32>(hb[4u * lid], hb[4u * lid + 1u], hb[4u * lid + 2u], hb[4u * lid + 3u]) * SCALE;
+    }
+    workgroupBarrier();
+    prepHead(i * width + kbase + g * D, D, raw_pos, lid);
+    if (lid < DV) {
+      let kv = vec4<f32>(hb[4u * lid], hb[4u * lid + 1u], hb[4u * lid + 2u], hb[4u * lid + 3u]);
+      let vi = i * width + kbase + HKV * D + g * D + 4u * lid;
+      let vv = vec4<f32>(qkv[vi], qkv[vi + 1u], qkv[vi + 2u], qkv[vi + 3u]);
+      kcur[lid] = kv;
+      vcur[lid] = vv;
+      if (h % (HQ / HKV) == 0u && raw_pos < CTX) {
+        kc[(base + raw_pos) * DV + lid] = kv;
+        vc[(base + raw_pos) * DV + lid] = vv;
+      }
+    }
+  } else if (lid < DV) {
+    qs[lid] = q[(i * HQ + h) * DV + lid] * SCALE;
+  }
   workgroupBarrier();
   var first = 0u;
   if (WINDOW > 0u && pos + 1u > WINDOW) { first = pos + 1u - WINDOW; }
@@ -88,7 +156,11 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
     if (pp <= pos) {
       let kr = (base + pp) * DV;
       var d4 = vec4<f32>(0.0);
-      for (var j = 0u; j < DV; j++) { d4 += qs[j] * kc[kr + j]; }
+      if (FUSED && pp == raw_pos) {
+        for (var j = 0u; j < DV; j++) { d4 += qs[j] * kcur[j]; }
+      } else {
+        for (var j = 0u; j < DV; j++) { d4 += qs[j] * kc[kr + j]; }
+      }
       s = d4.x + d4.y + d4.z + d4.w;
     }
     let mn = max(m, reduceMax(s, lid));
@@ -101,7 +173,9 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
     workgroupBarrier();
     let cnt = min(WG, pos + 1u - blk);
     let vr = (base + blk) * DV + col;
-    for (var j = lane; j < cnt; j += PL) { acc += p[j] * vc[vr + j * DV]; }
+    for (var j = lane; j < cnt; j += PL) {
+      if (FUSED && blk + j == raw_pos) { acc += p[j] * vcur[col]; } else { acc += p[j] * vc[vr + j * DV]; }
+    }
     workgroupBarrier();
   }
   let total = reduceSum(l, lid);

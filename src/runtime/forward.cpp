@@ -65,7 +65,6 @@ Status Forward::createBuffers() {
   EWGPU_ASSIGN(hidden_, buffer(B * H * 4, "hidden", act));
   EWGPU_ASSIGN(qkv_, buffer(B * attnWidth(c) * 4, "qkv", act));
   EWGPU_ASSIGN(proj_, buffer(B * projw * 4, "proj", act));
-  EWGPU_ASSIGN(q_, buffer(B * qd * 4, "q", act));
   EWGPU_ASSIGN(mix_, buffer(B * mixw * 4, "mix", act));
   EWGPU_ASSIGN(act_, buffer(B * c.intermediate * 4, "act", act));
   EWGPU_ASSIGN(prep_, buffer(B * prepw * 4, "prep", act));
@@ -154,18 +153,17 @@ Status Forward::createDecodeOps() {
       pk["R"] = c.rotaryDim();
       pk["QK_NORM"] = c.qk_norm ? 1 : 0;
       pk["EPS"] = c.rms_eps;
+      pk["PREFILL"] = 1;
+      auto k = ctx_.kernel("qk_prepare", pk);  // prefill only: decode attention does this work itself (FUSED)
+      if (!k) return std::move(k).error();
+      auto bg = ctx_.bindGroup(**k, {{&pqkv_}, {&prows_}, {&rope_}, {&L.qk_norm}, {&pq_}, {&kc_[l]}, {&vc_[l]}});
+      if (!bg) return std::move(bg).error();
+      a.pprep = *k;
+      a.pprep_bg = std::move(*bg);
       for (int pass = 0; pass < 2; ++pass) {
-        pk["PREFILL"] = pass;
-        auto k = ctx_.kernel("qk_prepare", pk);
-        if (!k) return std::move(k).error();
-        const gpu::Buffer& src = pass ? pqkv_ : qkv_;
-        auto bg = ctx_.bindGroup(**k, {{&src}, {pass ? &prows_ : &rows_}, {&rope_}, {&L.qk_norm}, {pass ? &pq_ : &q_},
-                                       {&kc_[l]}, {&vc_[l]}});
-        if (!bg) return std::move(bg).error();
-        (pass ? a.pprep : a.prep) = *k;
-        (pass ? a.pprep_bg : a.prep_bg) = std::move(*bg);
-        gpu::Constants ak = attn_k;
+        gpu::Constants ak = pk;
         ak["PREFILL"] = pass;
+        ak["FUSED"] = pass ? 0 : 1;
         ak["SCALE"] = 1.0 / std::sqrt((double)D);
         ak["WINDOW"] = c.sliding_window > 0 ? c.sliding_window : 0;
         if (ctx_.info().adapter_type == "cpu") {  // SwiftShader: barriers cost per invocation, use fewer
@@ -174,8 +172,8 @@ Status Forward::createDecodeOps() {
         }
         auto k2 = ctx_.kernel("attention", ak);
         if (!k2) return std::move(k2).error();
-        auto bg2 = ctx_.bindGroup(**k2, {{pass ? &pq_ : &q_}, {pass ? &prows_ : &rows_}, {&kc_[l]}, {&vc_[l]}, {&src},
-                                         {pass ? &pmix_ : &mix_}});
+        auto bg2 = ctx_.bindGroup(**k2, {{pass ? &pq_ : &qkv_}, {pass ? &prows_ : &rows_}, {&kc_[l]}, {&vc_[l]},
+                                         {pass ? &pqkv_ : &qkv_}, {pass ? &pmix_ : &mix_}, {&rope_}, {&L.qk_norm}});
         if (!bg2) return std::move(bg2).error();
         (pass ? a.pattn : a.attn) = *k2;
         (pass ? a.pattn_bg : a.attn_bg) = std::move(*bg2);
@@ -219,7 +217,7 @@ Status Forward::createDecodeOps() {
   uint32_t n = (uint32_t)embed_.size() + lm_head_.dispatches() + 1;
   for (const auto& L : layers_) {
     n += L.up.dispatches() + L.down.dispatches();
-    if (L.full) n += L.attn->qkv.dispatches() + 2 + L.attn->o.dispatches();
+    if (L.full) n += L.attn->qkv.dispatches() + 1 + L.attn->o.dispatches();
     else n += L.gdn->in.dispatches() + L.gdn->conv.dispatchCount() + 1 + L.gdn->out.dispatches();
   }
   stats_.decode_dispatches = n;
@@ -269,7 +267,6 @@ void Forward::recordDecodeStep(gpu::Recorder& rec) const {
     if (L.full) {
       const AttnOps& a = *L.attn;
       a.qkv.record(rec);
-      rec.dispatch(*a.prep, a.prep_bg, c.n_heads + c.n_kv_heads, B);
       rec.dispatch(*a.attn, a.attn_bg, c.n_heads, B);
       a.o.record(rec);
     } else {

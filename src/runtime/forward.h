@@ -71,8 +71,8 @@ class Forward {
  private:
   struct AttnOps {
     kernels::GemvOp qkv, o;
-    const gpu::Kernel *prep = nullptr, *attn = nullptr;
-    gpu::BindGroup prep_bg, attn_bg;
+    const gpu::Kernel* attn = nullptr;  // decode: q/k norm + RoPE + KV store fused in (attention.wgsl FUSED)
+    gpu::BindGroup attn_bg;
     // prefill
     kernels::RmsNormOp pnorm;
     kernels::GemmOp pqkv, po;
@@ -109,7 +109,7 @@ class Forward {
   ForwardStats stats_;
   uint32_t chunk_ = 0, ctx_len_ = 0;
 
-  gpu::Buffer rows_, params_, counts_, out_, logits_, hidden_, qkv_, proj_, q_, mix_, act_, prep_;
+  gpu::Buffer rows_, params_, counts_, out_, logits_, hidden_, qkv_, proj_, mix_, act_, prep_;
   gpu::Buffer prows_, pmeta_, pids_, pparams_, pout_, plogits_, phidden_, pnormed_, pqkv_, pproj_, pq_, pmix_, pact_,
       pprep_, plast_;
   gpu::Buffer rope_;

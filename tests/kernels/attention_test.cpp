@@ -85,6 +85,7 @@ struct GpuAttn {
   uint32_t ctx_len;
   Shape s;
   uint32_t wg = 256;  // attention workgroup size (256 or 64)
+  bool fused = false;  // decode: attention does qk_prepare's work itself (one dispatch)
   gpu::Constants base(bool prefill) const {
     return {{"D", s.d}, {"HQ", s.hq}, {"HKV", s.hkv}, {"CTX", ctx_len}, {"PREFILL", prefill ? 1 : 0},
             {"GATED", s.gated ? 1 : 0}};
@@ -103,22 +104,28 @@ struct GpuAttn {
     c2["SCALE"] = 1.0 / std::sqrt((double)s.d);
     c2["WG"] = wg;
     c2["RS"] = wg == 256 ? 16 : 8;
+    const bool one = fused && !prefill;
+    if (one) {
+      c2["FUSED"] = 1;
+      c2["R"] = s.r;
+      c2["QK_NORM"] = s.qk_norm ? 1 : 0;
+    }
     auto att = g.kernel("attention", c2);
     EXPECT_TRUE(att.ok()) << att.error().toString();
     auto bqkv = upload(qkv), brows = upload(rows);
     auto bq = poisoned((size_t)tokens * s.hq * s.d), bo = poisoned((size_t)tokens * s.hq * s.d);
     auto bg1 = g.bindGroup(**prep, {{&bqkv}, {&brows}, {&inv}, {&norms}, {&bq}, {&kc}, {&vc}});
-    auto bg2 = g.bindGroup(**att, {{&bq}, {&brows}, {&kc}, {&vc}, {&bqkv}, {&bo}});
+    auto bg2 = g.bindGroup(**att, {{one ? &bqkv : &bq}, {&brows}, {&kc}, {&vc}, {&bqkv}, {&bo}, {&inv}, {&norms}});
     EXPECT_TRUE(bg1.ok() && bg2.ok());
     gpu::Recorder rec(g);
-    rec.dispatch(**prep, *bg1, s.hq + s.hkv, tokens);
+    if (!one) rec.dispatch(**prep, *bg1, s.hq + s.hkv, tokens);
     rec.dispatch(**att, *bg2, s.hq, tokens);
     EXPECT_TRUE(rec.submit().ok());
     return download<float>(bo, (size_t)tokens * s.hq * s.d);
   }
 };
 
-void runShape(const Shape& s, uint32_t seed, uint32_t wg = 256) {
+void runShape(const Shape& s, uint32_t seed, uint32_t wg = 256, bool fused = false) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd;
   const uint32_t ctx_len = 600, slots = 3;
@@ -133,7 +140,7 @@ void runShape(const Shape& s, uint32_t seed, uint32_t wg = 256) {
       table[(size_t)p * s.r + i] = (float)std::cos((double)p * cpu.inv_freq[i]);
       table[(size_t)p * s.r + s.r / 2 + i] = (float)std::sin((double)p * cpu.inv_freq[i]);
     }
-  GpuAttn gpu_{poisoned(cpu.k.size()), poisoned(cpu.k.size()), upload(table), upload(cpu.norms), ctx_len, s, wg};
+  GpuAttn gpu_{poisoned(cpu.k.size()), poisoned(cpu.k.size()), upload(table), upload(cpu.norms), ctx_len, s, wg, fused};
   const uint32_t W = (s.gated ? 2 : 1) * s.hq * s.d + 2 * s.hkv * s.d;
   auto randomRows = [&](uint32_t n) {
     std::vector<float> v((size_t)n * W);
@@ -183,6 +190,15 @@ TEST(Attention, LlamaShapeGqa) { runShape({64, 8, 2, 64, false, false}, 1); }
 TEST(Attention, Qwen3NormsAndHeadDim128) { runShape({128, 4, 2, 128, true, false}, 2); }
 TEST(Attention, Qwen35GatedPartialRotary) { runShape({256, 4, 1, 64, true, true}, 3); }
 TEST(Attention, SlidingWindow) { runShape({32, 2, 2, 32, false, false, 40}, 4); }
+// Decode with q/k norm, RoPE and the KV store fused into attention (the engine's decode path): outputs and the
+// cache entries it writes (later steps read them) match the reference.
+TEST(Attention, FusedDecode) {
+  runShape({64, 8, 2, 64, false, false}, 7, 256, true);
+  runShape({128, 4, 2, 128, true, false}, 8, 256, true);
+  runShape({256, 4, 1, 64, true, true}, 9, 64, true);
+  runShape({32, 2, 2, 32, false, false, 40}, 10, 256, true);
+}
+
 TEST(Attention, SmallWorkgroupAsOnCpuAdapters) {
   runShape({256, 4, 1, 64, true, true}, 5, 64);
   runShape({64, 8, 2, 64, false, false, 100}, 6, 64);
