@@ -29,14 +29,21 @@ Generator::Generator(gpu::Context& ctx, Forward& fwd, const Tokenizer* tok, uint
   ctx_len_ = fwd.options().context ? fwd.options().context : (uint32_t)fwd.model().config.context_window;
   row_used_.assign(fwd.options().max_batch, false);
   const auto& o = fwd.options();
-  auto a = gpu::Readback::create(ctx, (uint64_t)o.max_batch * Forward::kRowWords * 4, "rows-readback");
-  auto b = gpu::Readback::create(ctx, (uint64_t)o.max_batch * o.max_steps * Forward::kOutWords * 4, "out-readback");
+  auto a = gpu::Readback::create(ctx, (uint64_t)o.max_batch * o.max_steps * Forward::kOutWords * 4, "out-readback-0");
+  auto b = gpu::Readback::create(ctx, (uint64_t)o.max_batch * o.max_steps * Forward::kOutWords * 4, "out-readback-1");
   auto c = gpu::Readback::create(ctx, Forward::kOutWords * 4, "prefill-out-readback");
   if (a && b && c) {
-    rb_rows_ = std::move(*a);
-    rb_out_ = std::move(*b);
+    rb_out_[0] = std::move(*a);
+    rb_out_[1] = std::move(*b);
     rb_pout_ = std::move(*c);
   }
+}
+
+Status Generator::setPipelineDepth(uint32_t depth) {
+  if (depth < 1 || depth > 2)
+    return makeError(ErrorCode::kBadRequest, "pipeline depth must be 1 or 2", {{"depth", depth}});
+  depth_ = depth;
+  return {};
 }
 
 Status Generator::setSteps(uint32_t k) {
@@ -82,7 +89,7 @@ bool Generator::cancel(uint64_t id) {
   return false;
 }
 
-bool Generator::idle() const { return seqs_.empty() && in_flight_ == InFlight::kNone; }
+bool Generator::idle() const { return seqs_.empty() && in_flight_.empty(); }
 
 Generator::Seq* Generator::byRow(int row) {
   for (auto& s : seqs_)
@@ -92,18 +99,16 @@ Generator::Seq* Generator::byRow(int row) {
 
 bool Generator::step() {
   ctx_.processEvents();
-  if (in_flight_ != InFlight::kNone) {
-    bool ready = in_flight_ == InFlight::kPrefill ? !rb_pout_.pending() : (!rb_out_.pending() && !rb_rows_.pending());
-    if (!ready) {
-      if (ctx_.lost()) failAll(ctx_.takeError().error());
-      return true;
-    }
-    consume();
+  while (!in_flight_.empty() && !readbackOf(in_flight_.front()).pending()) {
+    InFlight f = in_flight_.front();
+    in_flight_.pop_front();
+    consume(f);
   }
+  if (!in_flight_.empty() && ctx_.lost()) failAll(ctx_.takeError().error());
   for (auto& s : seqs_)
     if (s.cancelled && !s.done) finish(s, "abort");
   while (!seqs_.empty() && seqs_.front().done) seqs_.pop_front();
-  if (in_flight_ == InFlight::kNone && !seqs_.empty()) {
+  if (!seqs_.empty()) {
     Status st = issue();
     if (!st) failAll(st.error());
   }
@@ -121,15 +126,26 @@ Status Generator::issue() {
     uint32_t row[Forward::kRowWords] = {(uint32_t)s.row, 0, 0, 0, 0, 0, 0, 0};
     ctx_.write(fwd_.rows(), (uint64_t)s.row * sizeof row, row, sizeof row);
   }
-  // Prefill has priority (time to first token); one chunk per submission, chunks of one prompt back to back.
+  // Prefill has priority (time to first token); one chunk per submission, chunks of one prompt back to back. The
+  // last chunk's readback (the first token) is single-buffered: one prompt finishes prefill at a time.
+  uint32_t decodes = 0;
+  bool prefill_pending = false;
+  for (const auto& f : in_flight_) {
+    decodes += !f.prefill;
+    prefill_pending |= f.prefill;
+  }
   for (auto& s : seqs_) {
     if (s.row < 0 || s.done || s.prefilled == s.req.prompt.size()) continue;
-    while (s.prefilled < s.req.prompt.size() && in_flight_ == InFlight::kNone) EWGPU_TRY(issuePrefill(s));
+    if (prefill_pending) break;
+    while (s.prefilled < s.req.prompt.size() && !prefill_pending) {
+      EWGPU_TRY(issuePrefill(s));
+      prefill_pending = !in_flight_.empty() && in_flight_.back().prefill;
+    }
     return {};
   }
   bool any = false;
   for (auto& s : seqs_) any |= s.decoding && !s.done;
-  if (any) return issueDecode();
+  if (any && decodes < depth_) return issueDecode();
   return {};
 }
 
@@ -166,8 +182,7 @@ Status Generator::issuePrefill(Seq& s) {
   s.prefilled += T;
   if (last) {
     rb_pout_.requestMap(ctx_);
-    in_flight_ = InFlight::kPrefill;
-    prefill_seq_ = s.id;
+    in_flight_.push_back({.prefill = true, .seq = s.id});
   }
   return {};
 }
@@ -180,31 +195,32 @@ Status Generator::issueDecode() {
     ctx_.write(fwd_.rows(), ((uint64_t)b * Forward::kRowWords + kRowOutIndex) * 4, &zero, 4);
     if (!s) ctx_.write(fwd_.rows(), ((uint64_t)b * Forward::kRowWords + kRowActive) * 4, &zero, 4);
   }
+  uint32_t buf = 0;
+  for (const auto& f : in_flight_)
+    if (!f.prefill && f.buf == buf) buf = 1;
+  gpu::Readback& rb = rb_out_[buf];
   gpu::Recorder rec(ctx_);
   for (uint32_t k = 0; k < steps_; ++k) fwd_.recordDecodeStep(rec);
-  rb_out_.record(rec, fwd_.out(), 0, rb_out_.size());
-  rb_rows_.record(rec, fwd_.rows(), 0, rb_rows_.size());
+  rb.record(rec, fwd_.out(), 0, rb.size());
   EWGPU_TRY(rec.submit());
-  rb_out_.requestMap(ctx_);
-  rb_rows_.requestMap(ctx_);
-  in_flight_ = InFlight::kDecode;
-  in_flight_steps_ = steps_;
+  rb.requestMap(ctx_);
+  in_flight_.push_back({.prefill = false, .steps = steps_, .buf = buf});
   ++stats_.submissions;
   stats_.decode_steps += steps_;
   return {};
 }
 
-void Generator::consume() {
-  const InFlight what = in_flight_;
-  in_flight_ = InFlight::kNone;
+void Generator::consume(const InFlight& f) {
   ++stats_.readbacks;
-  if (what == InFlight::kPrefill) {
-    Status st = rb_pout_.status();
-    if (!st) return failAll(st.error());
-    SampleOut o = decodeOut(reinterpret_cast<const uint32_t*>(rb_pout_.data().data()));
-    rb_pout_.unmap();
+  gpu::Readback& rb = readbackOf(f);
+  Status st = rb.status();
+  if (!st) return failAll(st.error());
+  const auto* out = reinterpret_cast<const uint32_t*>(rb.data().data());
+  if (f.prefill) {
+    SampleOut o = decodeOut(out);
+    rb.unmap();
     for (auto& s : seqs_)
-      if (s.id == prefill_seq_ && !s.done) {
+      if (s.id == f.seq && !s.done) {
         s.t_first = Clock::now();
         s.result.ttft_ms = s.result.prefill_ms = msBetween(s.t_submit, s.t_first);
         s.decoding = true;
@@ -212,20 +228,15 @@ void Generator::consume() {
       }
     return;
   }
-  Status st = rb_out_.status();
-  if (st) st = rb_rows_.status();
-  if (!st) return failAll(st.error());
-  const auto* out = reinterpret_cast<const uint32_t*>(rb_out_.data().data());
   const uint32_t kmax = fwd_.options().max_steps;
   for (auto& s : seqs_) {
     if (!s.decoding || s.done || s.row < 0) continue;
-    for (uint32_t k = 0; k < in_flight_steps_ && !s.done; ++k) {
+    for (uint32_t k = 0; k < f.steps && !s.done; ++k) {
       SampleOut o = decodeOut(out + ((uint64_t)s.row * kmax + k) * Forward::kOutWords);
       if (o.active) deliver(s, o);
     }
   }
-  rb_out_.unmap();
-  rb_rows_.unmap();
+  rb.unmap();
 }
 
 void Generator::deliver(Seq& s, const SampleOut& o) {
@@ -272,7 +283,7 @@ void Generator::finish(Seq& s, const std::string& reason) {
 }
 
 void Generator::failAll(const Error& e) {
-  in_flight_ = InFlight::kNone;
+  in_flight_.clear();
   for (auto& s : seqs_) {
     if (s.done) continue;
     s.result.error = e;
@@ -283,14 +294,9 @@ void Generator::failAll(const Error& e) {
 Status Generator::runToCompletion() {
   std::optional<Error> first;
   while (step()) {
-    if (in_flight_ == InFlight::kPrefill) {
-      Status w = rb_pout_.wait(ctx_);
-      if (!w) failAll(w.error());
-    } else if (in_flight_ == InFlight::kDecode) {
-      Status w = rb_out_.wait(ctx_);
-      if (w) w = rb_rows_.wait(ctx_);
-      if (!w) failAll(w.error());
-    }
+    if (in_flight_.empty()) continue;
+    Status w = readbackOf(in_flight_.front()).wait(ctx_);
+    if (!w) failAll(w.error());
   }
   return ctx_.takeError();
 }

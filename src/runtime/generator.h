@@ -3,8 +3,11 @@
 //   - a prefill chunk (prefill_chunk tokens of one sequence; the last chunk samples its first token), or
 //   - K decode steps for every active row, with no CPU round trip between the steps (the sampled ids stay on
 //     the GPU), followed by one readback of the K outputs.
-// step() never blocks: it issues work when idle, pumps GPU events, and when a readback has landed it turns the
-// tokens into text (streaming detokenizer), applies stop strings and delivers events. The browser build drives
+// step() never blocks: it issues work, pumps GPU events, and when a readback has landed it turns the tokens into
+// text (streaming detokenizer), applies stop strings and delivers events. Two decode submissions are kept in
+// flight (pipeline depth 2): the next K steps are encoded and queued while the GPU runs the current ones, so the
+// GPU does not idle through the readback and the encoding. Readbacks are consumed in submission order; steps
+// that ran for a row after its sequence ended (a stop string seen on the CPU, a cancel) are discarded. The browser build drives
 // step() from its event loop; natively runToCompletion() drives it with waits.
 // Stop token ids and max_tokens are enforced on the GPU (a row goes inactive and later steps emit nothing); stop
 // strings on the CPU (text after the match is discarded, the row is deactivated before the next submission).
@@ -67,6 +70,8 @@ class Generator {
   // Decode steps per submission (1..max_steps of the Forward); takes effect at the next submission.
   Status setSteps(uint32_t k);
   uint32_t steps() const { return steps_; }
+  // Decode submissions in flight at once: 1 (strict alternation of GPU work and CPU consumption) or 2 (default).
+  Status setPipelineDepth(uint32_t depth);
 
   // Advances the state machine without blocking. Returns true while work remains (queued, running or in flight).
   bool step();
@@ -84,18 +89,25 @@ class Generator {
     GenerationCallbacks cb;
     int row = -1;
     uint32_t prefilled = 0;    // prompt tokens already prefilled
-    bool decoding = false, done = false, cancelled = false, gpu_active = false;
+    bool decoding = false, done = false, cancelled = false;
     std::optional<StreamingDetokenizer> detok;
     std::string pending;       // text held back: could start a stop string
     GenerationResult result;
     Clock::time_point t_submit, t_first, t_last;
   };
-  enum class InFlight { kNone, kPrefill, kDecode };
+  // A submission whose readback has not been consumed yet.
+  struct InFlight {
+    bool prefill = false;
+    uint32_t steps = 0;  // decode: steps in the submission
+    uint32_t buf = 0;    // decode: which out readback
+    uint64_t seq = 0;    // prefill: the sequence whose first token it samples
+  };
 
   Status issue();
   Status issuePrefill(Seq& s);
   Status issueDecode();
-  void consume();
+  void consume(const InFlight& f);
+  gpu::Readback& readbackOf(const InFlight& f) { return f.prefill ? rb_pout_ : rb_out_[f.buf]; }
   void deliver(Seq& s, const SampleOut& o);
   void finish(Seq& s, const std::string& reason);
   void failAll(const Error& e);
@@ -109,11 +121,9 @@ class Generator {
   std::deque<Seq> seqs_;   // admitted and waiting, in order
   std::vector<bool> row_used_;
   uint64_t next_id_ = 1;
-  InFlight in_flight_ = InFlight::kNone;
-  uint32_t in_flight_steps_ = 0;
-  uint64_t prefill_seq_ = 0;
-  bool prefill_last_ = false;
-  gpu::Readback rb_rows_, rb_out_, rb_pout_;
+  std::deque<InFlight> in_flight_;  // oldest first
+  uint32_t depth_ = 2;
+  gpu::Readback rb_out_[2], rb_pout_;
   GeneratorStats stats_;
 };
 
