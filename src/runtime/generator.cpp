@@ -108,9 +108,15 @@ bool Generator::step() {
   for (auto& s : seqs_)
     if (s.cancelled && !s.done) finish(s, "abort");
   while (!seqs_.empty() && seqs_.front().done) seqs_.pop_front();
-  if (!seqs_.empty()) {
+  // Issue until nothing more can go: a prompt's prefill chunks, then decode submissions up to the pipeline depth.
+  while (!seqs_.empty()) {
+    const uint64_t before = stats_.submissions;
     Status st = issue();
-    if (!st) failAll(st.error());
+    if (!st) {
+      failAll(st.error());
+      break;
+    }
+    if (stats_.submissions == before) break;
   }
   return !idle();
 }

@@ -51,6 +51,8 @@ TEST_P(ForwardVsReference, PrefillAndDecodeLogitsMatch) {
   ASSERT_TRUE(ref.ok()) << ref.error().toString();
   const int V = eng.model->config.vocab;
   Generator gen(gpuContext(), *eng.fwd, nullptr, 1);
+  // The logits buffer is read after the run: no decode submission may run past the last token.
+  ASSERT_TRUE(gen.setPipelineDepth(1).ok());
   // Greedy, so the decode inputs are the argmax of the logits we compare.
   GenerationRequest req;
   req.prompt = promptIds(45, V);  // two prefill chunks: 32 + 13
