@@ -8,6 +8,9 @@
 // head of each KV group writes k and v into the cache at that position, and every workgroup uses its own copy
 // of them for that position, so no workgroup reads a cache entry written in the same dispatch. One dispatch
 // instead of two per attention layer.
+// SPLIT > 1 (decode, flash-decoding): workgroup z takes the z-th of SPLIT equal ranges of the positions and
+// writes its unnormalised partial (Σ p·v, running max m, Σ p) to out as [tokens, HQ, SPLIT, D/4 + 1] vec4s;
+// attention_combine.wgsl merges them. Few heads × one token would otherwise keep most of the GPU idle.
 // Per block of WG positions: every thread scores one position (q·k over D with 16-byte loads), one workgroup
 // max (two barriers), then the threads split as D/4 columns × WG/(D/4) position lanes to accumulate p·v with
 // 16-byte coalesced loads. The softmax denominator is kept per thread and summed once at the end.
@@ -20,6 +23,7 @@ override GATED: bool = false;
 override PREFILL: bool = false;
 override SCALE: f32 = 0.125;    // 1 / sqrt(D)
 override FUSED: bool = false;
+override SPLIT: u32 = 1u;        // decode: position ranges (grid z); > 1 writes partials for attention_combine.wgsl
 override QK_NORM: bool = false;  // FUSED: per-head RMSNorm of q and k
 override R: u32 = 64u;           // FUSED: rotary dims (even, ≤ D)
 override EPS: f32 = 1e-6;
@@ -34,7 +38,7 @@ override PL: u32 = WG / DV;      // position lanes in the p·v accumulation
 @group(0) @binding(2) var<storage, read_write> kc: array<vec4<f32>>; // [slots, HKV, CTX, D] (written with FUSED)
 @group(0) @binding(3) var<storage, read_write> vc: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read> qkv: array<f32>;      // projection output [tokens, width]
-@group(0) @binding(5) var<storage, read_write> out: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> out: array<vec4<f32>>;  // [tokens, HQ, D] or SPLIT partials
 @group(0) @binding(6) var<storage, read> rope: array<f32>;     // FUSED: [CTX, R] cos then sin (qk_prepare.wgsl)
 @group(0) @binding(7) var<storage, read> norms: array<f32>;    // FUSED with QK_NORM: [2, D] q_norm, k_norm
 
@@ -134,7 +138,7 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
       let vv = vec4<f32>(qkv[vi], qkv[vi + 1u], qkv[vi + 2u], qkv[vi + 3u]);
       kcur[lid] = kv;
       vcur[lid] = vv;
-      if (h % (HQ / HKV) == 0u && raw_pos < CTX) {
+      if (h % (HQ / HKV) == 0u && wid.z == 0u && raw_pos < CTX) {
         kc[(base + raw_pos) * DV + lid] = kv;
         vc[(base + raw_pos) * DV + lid] = vv;
       }
@@ -145,15 +149,21 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
   workgroupBarrier();
   var first = 0u;
   if (WINDOW > 0u && pos + 1u > WINDOW) { first = pos + 1u - WINDOW; }
+  var last = pos;                 // inclusive; first > last: an empty range
+  if (SPLIT > 1u) {
+    let chunk = (pos + SPLIT - first) / SPLIT;
+    first += wid.z * chunk;
+    last = min(pos, first + chunk - 1u);
+  }
   let col = lid % DV;
   let lane = lid / DV;
   var m = -3.0e38;
   var l = 0.0;                    // this thread's share of the softmax denominator (scaled to m)
   var acc = vec4<f32>(0.0);       // column `col`, positions ≡ lane (mod PL) of every block
-  for (var blk = first; blk <= pos; blk += WG) {
+  for (var blk = first; blk <= last; blk += WG) {
     let pp = blk + lid;
     var s = -3.0e38;
-    if (pp <= pos) {
+    if (pp <= last) {
       let kr = (base + pp) * DV;
       var d4 = vec4<f32>(0.0);
       if (FUSED && pp == raw_pos) {
@@ -165,13 +175,13 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
     }
     let mn = max(m, reduceMax(s, lid));
     let corr = exp(m - mn);
-    let e = select(0.0, exp(s - mn), pp <= pos);
+    let e = select(0.0, exp(s - mn), pp <= last);
     p[lid] = e;
     l = l * corr + e;
     m = mn;
     acc *= corr;
     workgroupBarrier();
-    let cnt = min(WG, pos + 1u - blk);
+    let cnt = min(WG, last + 1u - blk);
     let vr = (base + blk) * DV + col;
     for (var j = lane; j < cnt; j += PL) {
       if (FUSED && blk + j == raw_pos) { acc += p[j] * vcur[col]; } else { acc += p[j] * vc[vr + j * DV]; }
@@ -184,6 +194,12 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
   if (lid < DV) {
     var o = vec4<f32>(0.0);
     for (var j = 0u; j < PL; j++) { o += accs[j * DV + lid]; }
+    if (SPLIT > 1u) {
+      let pb = ((i * HQ + h) * SPLIT + wid.z) * (DV + 1u);
+      out[pb + lid] = o;
+      if (lid == 0u) { out[pb + DV] = vec4<f32>(m, total, 0.0, 0.0); }
+      return;
+    }
     o /= total;
     if (GATED) {
       let width = 2u * HQ * D + 2u * HKV * D;

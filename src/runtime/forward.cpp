@@ -2,7 +2,9 @@
 
 #include "model/reference_ops.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 namespace ewgpu {
 namespace {
@@ -68,6 +70,13 @@ Status Forward::createBuffers() {
   EWGPU_ASSIGN(mix_, buffer(B * mixw * 4, "mix", act));
   EWGPU_ASSIGN(act_, buffer(B * c.intermediate * 4, "act", act));
   EWGPU_ASSIGN(prep_, buffer(B * prepw * 4, "prep", act));
+  // Decode attention: enough position ranges that heads × rows × ranges fill ~256 workgroups (at most 16); one
+  // range on CPU adapters (SwiftShader runs workgroups on a few threads). EWGPU_ATTN_SPLIT overrides.
+  attn_split_ = std::clamp<uint32_t>(256 / std::max<uint32_t>(1, c.n_heads * (uint32_t)B), 1, 16);
+  if (ctx_.info().adapter_type == "cpu") attn_split_ = 1;
+  if (const char* e = std::getenv("EWGPU_ATTN_SPLIT")) attn_split_ = std::clamp<uint32_t>(std::atoi(e), 1, 64);
+  if (attn_split_ > 1)
+    EWGPU_ASSIGN(attn_part_, buffer(B * c.n_heads * attn_split_ * (c.head_dim + 4) * 4, "attention-partials", act));
   EWGPU_ASSIGN(prows_, buffer(kRowWords * 4, "prefill-rows", nullptr));
   EWGPU_ASSIGN(pmeta_, buffer(16, "prefill-meta", nullptr));
   EWGPU_ASSIGN(pids_, buffer(T * 4, "prefill-ids", act));
@@ -164,6 +173,7 @@ Status Forward::createDecodeOps() {
         gpu::Constants ak = pk;
         ak["PREFILL"] = pass;
         ak["FUSED"] = pass ? 0 : 1;
+        ak["SPLIT"] = pass ? 1 : attn_split_;
         ak["SCALE"] = 1.0 / std::sqrt((double)D);
         ak["WINDOW"] = c.sliding_window > 0 ? c.sliding_window : 0;
         if (ctx_.info().adapter_type == "cpu") {  // SwiftShader: barriers cost per invocation, use fewer
@@ -173,7 +183,8 @@ Status Forward::createDecodeOps() {
         auto k2 = ctx_.kernel("attention", ak);
         if (!k2) return std::move(k2).error();
         auto bg2 = ctx_.bindGroup(**k2, {{pass ? &pq_ : &qkv_}, {pass ? &prows_ : &rows_}, {&kc_[l]}, {&vc_[l]},
-                                         {pass ? &pqkv_ : &qkv_}, {pass ? &pmix_ : &mix_}, {&rope_}, {&L.qk_norm}});
+                                         {pass ? &pqkv_ : &qkv_},
+                                         {pass ? &pmix_ : attn_split_ > 1 ? &attn_part_ : &mix_}, {&rope_}, {&L.qk_norm}});
         if (!bg2) return std::move(bg2).error();
         (pass ? a.pattn : a.attn) = *k2;
         (pass ? a.pattn_bg : a.attn_bg) = std::move(*bg2);
@@ -213,11 +224,21 @@ Status Forward::createDecodeOps() {
     (pass ? psample_ : sample_) = *k;
     (pass ? psample_bg_ : sample_bg_) = std::move(*bg);
   }
+  if (attn_split_ > 1 && c.n_layers > 0) {
+    gpu::Constants cc{{"D", c.head_dim}, {"HQ", c.n_heads}, {"HKV", c.n_kv_heads}, {"SPLIT", attn_split_},
+                      {"GATED", c.arch == Arch::kQwen3_5 ? 1 : 0}};
+    auto k = ctx_.kernel("attention_combine", cc);
+    if (!k) return std::move(k).error();
+    auto bg = ctx_.bindGroup(**k, {{&attn_part_}, {&qkv_}, {&mix_}});
+    if (!bg) return std::move(bg).error();
+    combine_ = *k;
+    combine_bg_ = std::move(*bg);
+  }
   // Dispatches per decode step (for benchmarks).
   uint32_t n = (uint32_t)embed_.size() + lm_head_.dispatches() + 1;
   for (const auto& L : layers_) {
     n += L.up.dispatches() + L.down.dispatches();
-    if (L.full) n += L.attn->qkv.dispatches() + 1 + L.attn->o.dispatches();
+    if (L.full) n += L.attn->qkv.dispatches() + (attn_split_ > 1 ? 2 : 1) + L.attn->o.dispatches();
     else n += L.gdn->in.dispatches() + L.gdn->conv.dispatchCount() + 1 + L.gdn->out.dispatches();
   }
   stats_.decode_dispatches = n;
@@ -267,7 +288,8 @@ void Forward::recordDecodeStep(gpu::Recorder& rec) const {
     if (L.full) {
       const AttnOps& a = *L.attn;
       a.qkv.record(rec);
-      rec.dispatch(*a.attn, a.attn_bg, c.n_heads, B);
+      rec.dispatch(*a.attn, a.attn_bg, c.n_heads, B, attn_split_);
+      if (attn_split_ > 1) rec.dispatch(*combine_, combine_bg_, c.n_heads, B);
       a.o.record(rec);
     } else {
       const GdnOps& g = *L.gdn;

@@ -119,6 +119,11 @@ class Forward {
   kernels::GemvOp lm_head_, plm_head_;
   const gpu::Kernel *sample_ = nullptr, *psample_ = nullptr;
   gpu::BindGroup sample_bg_, psample_bg_;
+  // Decode attention split over position ranges (attention.wgsl SPLIT) and merged by attention_combine.wgsl.
+  uint32_t attn_split_ = 1;
+  gpu::Buffer attn_part_;
+  const gpu::Kernel* combine_ = nullptr;
+  gpu::BindGroup combine_bg_;
 };
 
 }  // namespace ewgpu

@@ -86,6 +86,7 @@ struct GpuAttn {
   Shape s;
   uint32_t wg = 256;  // attention workgroup size (256 or 64)
   bool fused = false;  // decode: attention does qk_prepare's work itself (one dispatch)
+  uint32_t split = 1;  // decode with fused: position ranges merged by attention_combine
   gpu::Constants base(bool prefill) const {
     return {{"D", s.d}, {"HQ", s.hq}, {"HKV", s.hkv}, {"CTX", ctx_len}, {"PREFILL", prefill ? 1 : 0},
             {"GATED", s.gated ? 1 : 0}};
@@ -109,23 +110,35 @@ struct GpuAttn {
       c2["FUSED"] = 1;
       c2["R"] = s.r;
       c2["QK_NORM"] = s.qk_norm ? 1 : 0;
+      c2["SPLIT"] = split;
     }
     auto att = g.kernel("attention", c2);
     EXPECT_TRUE(att.ok()) << att.error().toString();
     auto bqkv = upload(qkv), brows = upload(rows);
     auto bq = poisoned((size_t)tokens * s.hq * s.d), bo = poisoned((size_t)tokens * s.hq * s.d);
     auto bg1 = g.bindGroup(**prep, {{&bqkv}, {&brows}, {&inv}, {&norms}, {&bq}, {&kc}, {&vc}});
-    auto bg2 = g.bindGroup(**att, {{one ? &bqkv : &bq}, {&brows}, {&kc}, {&vc}, {&bqkv}, {&bo}, {&inv}, {&norms}});
+    const bool merged = one && split > 1;
+    auto bpart = poisoned((size_t)tokens * s.hq * split * (s.d + 4));
+    auto bg2 = g.bindGroup(**att, {{one ? &bqkv : &bq}, {&brows}, {&kc}, {&vc}, {&bqkv}, {merged ? &bpart : &bo},
+                                   {&inv}, {&norms}});
     EXPECT_TRUE(bg1.ok() && bg2.ok());
     gpu::Recorder rec(g);
     if (!one) rec.dispatch(**prep, *bg1, s.hq + s.hkv, tokens);
-    rec.dispatch(**att, *bg2, s.hq, tokens);
+    rec.dispatch(**att, *bg2, s.hq, tokens, merged ? split : 1);
+    if (merged) {
+      auto comb = g.kernel("attention_combine", {{"D", s.d}, {"HQ", s.hq}, {"HKV", s.hkv}, {"SPLIT", split},
+                                                 {"GATED", s.gated ? 1 : 0}});
+      EXPECT_TRUE(comb.ok()) << comb.error().toString();
+      auto bg3 = g.bindGroup(**comb, {{&bpart}, {&bqkv}, {&bo}});
+      EXPECT_TRUE(bg3.ok());
+      rec.dispatch(**comb, *bg3, s.hq, tokens);
+    }
     EXPECT_TRUE(rec.submit().ok());
     return download<float>(bo, (size_t)tokens * s.hq * s.d);
   }
 };
 
-void runShape(const Shape& s, uint32_t seed, uint32_t wg = 256, bool fused = false) {
+void runShape(const Shape& s, uint32_t seed, uint32_t wg = 256, bool fused = false, uint32_t split = 1) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd;
   const uint32_t ctx_len = 600, slots = 3;
@@ -140,7 +153,7 @@ void runShape(const Shape& s, uint32_t seed, uint32_t wg = 256, bool fused = fal
       table[(size_t)p * s.r + i] = (float)std::cos((double)p * cpu.inv_freq[i]);
       table[(size_t)p * s.r + s.r / 2 + i] = (float)std::sin((double)p * cpu.inv_freq[i]);
     }
-  GpuAttn gpu_{poisoned(cpu.k.size()), poisoned(cpu.k.size()), upload(table), upload(cpu.norms), ctx_len, s, wg, fused};
+  GpuAttn gpu_{poisoned(cpu.k.size()), poisoned(cpu.k.size()), upload(table), upload(cpu.norms), ctx_len, s, wg, fused, split};
   const uint32_t W = (s.gated ? 2 : 1) * s.hq * s.d + 2 * s.hkv * s.d;
   auto randomRows = [&](uint32_t n) {
     std::vector<float> v((size_t)n * W);
@@ -197,6 +210,15 @@ TEST(Attention, FusedDecode) {
   runShape({128, 4, 2, 128, true, false}, 8, 256, true);
   runShape({256, 4, 1, 64, true, true}, 9, 64, true);
   runShape({32, 2, 2, 32, false, false, 40}, 10, 256, true);
+}
+
+// Fused decode split over position ranges and merged (flash-decoding): ranges that are empty for the short rows
+// (slot 2 decodes at positions 0..2 with 16 ranges), a sliding window, the Qwen3.5 gate applied in the merge.
+TEST(Attention, FusedDecodeSplitAndMerged) {
+  runShape({64, 8, 2, 64, false, false}, 11, 256, true, 4);
+  runShape({128, 4, 2, 128, true, false}, 12, 256, true, 16);
+  runShape({256, 4, 1, 64, true, true}, 13, 256, true, 3);
+  runShape({32, 2, 2, 32, false, false, 40}, 14, 64, true, 5);
 }
 
 TEST(Attention, SmallWorkgroupAsOnCpuAdapters) {
