@@ -31,11 +31,6 @@ override KSPLIT: u32 = 1u;      // thread groups (of TPR lanes) sharing the same
 // lane-per-group read free of bank conflicts) and lanes take a whole 32-weight group (16-byte weight loads).
 override XSH: bool = false;
 override XSH_LEN: u32 = 1u;     // vec4s of xsh: K / 4 + K / 32 with XSH
-// q4 fast path: decode nibbles four at a time with unpack4x8unorm (bytes of w & 0x0F0F0F0F are the even elements
-// of a word, of (w >> 4) & 0x0F0F0F0F the odd ones) and take the -7 offset out of the sum:
-// Σ (n - 7) x = 255 Σ (n / 255) x - 7 Σ x. About 27 instead of 40 lane instructions per 8 weights. With XSH, xsh
-// holds each word's x as [even | odd] vec4s and each group's Σ x in its padding vec4.
-override UNORM: bool = false;
 
 const MAXB: u32 = 8u;
 const MAXACC: u32 = 32u;        // 2 (SwiGLU halves) × RPT × BATCH ≤ 32
@@ -93,18 +88,6 @@ fn dotGroup(row: u32, g: u32, x0: vec4<f32>, x1: vec4<f32>, x2: vec4<f32>, x3: v
   return t * scaleOf(row, g);
 }
 
-// UNORM: one group against x in [even | odd] order (xe_i, xo_i for word i) and the group's Σ x.
-fn dotGroupU(row: u32, g: u32, xe0: vec4<f32>, xo0: vec4<f32>, xe1: vec4<f32>, xo1: vec4<f32>, xe2: vec4<f32>,
-             xo2: vec4<f32>, xe3: vec4<f32>, xo3: vec4<f32>, gs: f32) -> f32 {
-  let wv = w[row * groupsPerRow() + g];
-  let m = 0x0F0F0F0Fu;
-  let t = dot(unpack4x8unorm(wv.x & m), xe0) + dot(unpack4x8unorm((wv.x >> 4u) & m), xo0) +
-          dot(unpack4x8unorm(wv.y & m), xe1) + dot(unpack4x8unorm((wv.y >> 4u) & m), xo1) +
-          dot(unpack4x8unorm(wv.z & m), xe2) + dot(unpack4x8unorm((wv.z >> 4u) & m), xo2) +
-          dot(unpack4x8unorm(wv.w & m), xe3) + dot(unpack4x8unorm((wv.w >> 4u) & m), xo3);
-  return (255.0 * t - 7.0 * gs) * scaleOf(row, g);
-}
-
 // Four rows (r, r+1, r+2, r+3 clamped to `last`) of one group, x from xsh.
 fn rows4Group(r: u32, last: u32, g: u32) -> vec4<f32> {
   let sb = g * 9u;
@@ -116,37 +99,14 @@ fn rows4Group(r: u32, last: u32, g: u32) -> vec4<f32> {
   let x5 = xsh[sb + 5u];
   let x6 = xsh[sb + 6u];
   let x7 = xsh[sb + 7u];
-  if (UNORM) {
-    let gs = xsh[sb + 8u].x;
-    return vec4<f32>(dotGroupU(min(r, last), g, x0, x1, x2, x3, x4, x5, x6, x7, gs),
-                     dotGroupU(min(r + 1u, last), g, x0, x1, x2, x3, x4, x5, x6, x7, gs),
-                     dotGroupU(min(r + 2u, last), g, x0, x1, x2, x3, x4, x5, x6, x7, gs),
-                     dotGroupU(min(r + 3u, last), g, x0, x1, x2, x3, x4, x5, x6, x7, gs));
-  }
   return vec4<f32>(dotGroup(min(r, last), g, x0, x1, x2, x3, x4, x5, x6, x7),
                    dotGroup(min(r + 1u, last), g, x0, x1, x2, x3, x4, x5, x6, x7),
                    dotGroup(min(r + 2u, last), g, x0, x1, x2, x3, x4, x5, x6, x7),
                    dotGroup(min(r + 3u, last), g, x0, x1, x2, x3, x4, x5, x6, x7));
 }
 
-// UNORM: one word against its x split into even / odd elements, with Σ x of the word.
-fn dotWordU(row: u32, wi: u32, xe: vec4<f32>, xo: vec4<f32>, xs: f32) -> f32 {
-  let i = row * (K / 8u) + wi;
-  let word = w[i >> 2u][i & 3u];
-  let m = 0x0F0F0F0Fu;
-  let t = dot(unpack4x8unorm(word & m), xe) + dot(unpack4x8unorm((word >> 4u) & m), xo);
-  return (255.0 * t - 7.0 * xs) * scaleOf(row, wi >> 2u);
-}
-
 // Four rows of one word, x in registers.
 fn rows4Word(r: u32, last: u32, wi: u32, xa: vec4<f32>, xb: vec4<f32>) -> vec4<f32> {
-  if (UNORM) {
-    let xe = vec4<f32>(xa.x, xa.z, xb.x, xb.z);
-    let xo = vec4<f32>(xa.y, xa.w, xb.y, xb.w);
-    let xs = dot(xa + xb, vec4<f32>(1.0));
-    return vec4<f32>(dotWordU(min(r, last), wi, xe, xo, xs), dotWordU(min(r + 1u, last), wi, xe, xo, xs),
-                     dotWordU(min(r + 2u, last), wi, xe, xo, xs), dotWordU(min(r + 3u, last), wi, xe, xo, xs));
-  }
   return vec4<f32>(dotWord(min(r, last), wi, xa, xb), dotWord(min(r + 1u, last), wi, xa, xb),
                    dotWord(min(r + 2u, last), wi, xa, xb), dotWord(min(r + 3u, last), wi, xa, xb));
 }
@@ -209,23 +169,10 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
   if (NORM || XSH) {
     for (var b = 0u; b < BATCH; b++) {
       var ss = 0.0;
-      if (XSH && UNORM) {
-        for (var wd = lid; wd < K / 8u; wd += WG) {  // word wd: even elements, then odd
-          let xa = x[b * (X_STRIDE / 4u) + 2u * wd];
-          let xb = x[b * (X_STRIDE / 4u) + 2u * wd + 1u];
-          ss += dot(xa, xa) + dot(xb, xb);
-          let na = select(xa, xa * norm_w[2u * wd], NORM);
-          let nb = select(xb, xb * norm_w[2u * wd + 1u], NORM);
-          let o = 2u * wd + wd / 4u;
-          xsh[o] = vec4<f32>(na.x, na.z, nb.x, nb.z);
-          xsh[o + 1u] = vec4<f32>(na.y, na.w, nb.y, nb.w);
-        }
-      } else {
-        for (var v = lid; v < K / 4u; v += WG) {
-          let xi = x[b * (X_STRIDE / 4u) + v];
-          ss += dot(xi, xi);
-          if (XSH) { xsh[v + v / 8u] = select(xi, xi * norm_w[v], NORM); }
-        }
+      for (var v = lid; v < K / 4u; v += WG) {
+        let xi = x[b * (X_STRIDE / 4u) + v];
+        ss += dot(xi, xi);
+        if (XSH) { xsh[v + v / 8u] = select(xi, xi * norm_w[v], NORM); }
       }
       if (NORM) {  // sum of squares in two barriers: 16 threads fold WG/16 values each, thread 0 the 16
         red[lid] = ss;
@@ -241,14 +188,6 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
           for (var j = 0u; j < 16u; j++) { t += red2[j]; }
           rinv[b] = inverseSqrt(t / f32(K) + EPS);
         }
-      }
-      workgroupBarrier();
-    }
-    if (XSH && UNORM) {  // Σ x of each group into its padding vec4
-      for (var g = lid; g < K / 32u; g += WG) {
-        var t = vec4<f32>(0.0);
-        for (var j = 0u; j < 8u; j++) { t += xsh[g * 9u + j]; }
-        xsh[g * 9u + 8u] = vec4<f32>(t.x + t.y + t.z + t.w, 0.0, 0.0, 0.0);
       }
       workgroupBarrier();
     }

@@ -47,8 +47,6 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
   bool xsh = q4 && cfg.batch == 1 && (rpt == 4 || rpt == 8) && w.K % 32 == 0 && wg_rows >= 16 &&
              xsh_len * 16 + 1024 + 96 + (256 / tpr) * 128 <= d.max_compute_workgroup_storage_size;  // + red, rinv, part
   if (const char* e = std::getenv("EWGPU_GEMV_XSH")) xsh = xsh && std::string(e) == "1";
-  bool unorm = q4;  // EWGPU_GEMV_UNORM=0 decodes nibbles one at a time instead (fast path only)
-  if (const char* e = std::getenv("EWGPU_GEMV_UNORM")) unorm = unorm && std::string(e) == "1";
   const uint32_t y_stride = cfg.y_stride ? cfg.y_stride : out_w;
   const uint32_t x_stride = cfg.x_stride ? cfg.x_stride : w.K;
   std::vector<float> dummy_host(4, 0.f);
@@ -60,8 +58,7 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
                      {"NORM", cfg.norm ? 1 : 0}, {"HAS_BIAS", w.bias ? 1 : 0}, {"EPS", cfg.eps},
                      {"ROW_OFFSET", row0}, {"Y_STRIDE", y_stride}, {"X_STRIDE", x_stride}, {"TPR", tpr},
                      {"SG_REDUCE", sg ? 1 : 0}, {"RPT", rpt},
-                     {"KSPLIT", ksplit}, {"XSH", xsh ? 1 : 0}, {"XSH_LEN", xsh ? xsh_len : 1},
-                     {"UNORM", unorm ? 1 : 0}};
+                     {"KSPLIT", ksplit}, {"XSH", xsh ? 1 : 0}, {"XSH_LEN", xsh ? xsh_len : 1}};
     auto kern = ctx.kernel("gemv", k);
     if (!kern) return std::move(kern).error();
     // Unused bindings get any read-only buffer that is not `y`.

@@ -17,7 +17,6 @@ struct Case {
   uint32_t rpt = 1;  // rows per thread group
   uint32_t ksplit = 1;  // thread groups splitting K
   bool xsh = false;     // x staged in workgroup memory (q4, batch 1, rpt 4 or 8)
-  bool unorm = false;   // with xsh: nibbles decoded four at a time
 };
 
 void runCase(const Case& c, uint32_t seed) {
@@ -61,8 +60,7 @@ void runCase(const Case& c, uint32_t seed) {
   gpu::Constants k{{"QFMT", c.qfmt}, {"N", c.n}, {"K", c.k}, {"BATCH", c.batch}, {"EPI", c.epi},
                    {"NORM", c.norm ? 1 : 0}, {"HAS_BIAS", c.bias ? 1 : 0}, {"Y_STRIDE", y_stride}, {"TPR", c.tpr},
                    {"SG_REDUCE", c.sg ? 1 : 0}, {"RPT", c.rpt}, {"KSPLIT", c.ksplit},
-                   {"XSH", c.xsh ? 1 : 0}, {"XSH_LEN", c.xsh ? c.k / 4 + c.k / 32 : 1},
-                   {"UNORM", c.unorm ? 1 : 0}};
+                   {"XSH", c.xsh ? 1 : 0}, {"XSH_LEN", c.xsh ? c.k / 4 + c.k / 32 : 1}};
   auto kern = g.kernel("gemv", k);
   ASSERT_TRUE(kern.ok()) << kern.error().toString();
   auto bw = upload(pw.w), bs = upload(pw.s), bx = upload(x), bn = upload(nw), bb = upload(bias);
@@ -126,13 +124,12 @@ TEST(Gemv, FastPathRowsPerGroupAndStagedX) {
   uint32_t seed = 200;
   for (int q : {0, 1})
     for (uint32_t rpt : {4u, 8u})
-      for (int mode : {0, 1, 2, 3})  // x from registers or staged (bit 0), nibbles four at a time (bit 1)
+      for (bool xsh : {false, true})
         for (uint32_t epi : {0u, 1u, 2u}) {
-          const bool xsh = mode & 1, unorm = mode & 2;
-          SCOPED_TRACE("qfmt " + std::to_string(q) + " rpt " + std::to_string(rpt) + " mode " + std::to_string(mode) +
+          SCOPED_TRACE("qfmt " + std::to_string(q) + " rpt " + std::to_string(rpt) + " xsh " + std::to_string(xsh) +
                        " epi " + std::to_string(epi));
-          runCase({q, 2 * 83, 512, 1, epi, epi != 1, epi == 0, 32, false, rpt, 1, xsh, unorm}, seed++);
-          runCase({q, 2 * 45, 1024, 1, epi, true, false, 16, false, rpt, 4, xsh, unorm}, seed++);
+          runCase({q, 2 * 83, 512, 1, epi, epi != 1, epi == 0, 32, false, rpt, 1, xsh}, seed++);
+          runCase({q, 2 * 45, 1024, 1, epi, true, false, 16, false, rpt, 4, xsh}, seed++);
         }
 }
 
