@@ -7,7 +7,7 @@
 // from the raw projection (optional per-head RMSNorm, rotary embedding at the row's position); the first query
 // head of each KV group writes k and v into the cache at that position, and every workgroup uses its own copy
 // of them for that position, so no workgroup reads a cache entry written in the same dispatch. One dispatch
-// instead of two per attention layer.
+// instead of two per attention layer. Only active rows (rows[b*8+2]) write the cache.
 // SPLIT > 1 (decode, flash-decoding): workgroup z takes the z-th of SPLIT equal ranges of the positions and
 // writes its unnormalised partial (Σ p·v, running max m, Σ p) to out as [tokens, HQ, SPLIT, D/4 + 1] vec4s;
 // attention_combine.wgsl merges them. Few heads × one token would otherwise keep most of the GPU idle.
@@ -138,7 +138,8 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
       let vv = vec4<f32>(qkv[vi], qkv[vi + 1u], qkv[vi + 2u], qkv[vi + 3u]);
       kcur[lid] = kv;
       vcur[lid] = vv;
-      if (h % (HQ / HKV) == 0u && wid.z == 0u && raw_pos < CTX) {
+      // Inactive rows (no sequence, or finished) must not touch the cache: their slot/pos are stale.
+      if (h % (HQ / HKV) == 0u && wid.z == 0u && raw_pos < CTX && rows[b * 8u + 2u] != 0u) {
         kc[(base + raw_pos) * DV + lid] = kv;
         vc[(base + raw_pos) * DV + lid] = vv;
       }

@@ -34,6 +34,9 @@ Result<std::unique_ptr<Forward>> Forward::create(gpu::Context& ctx, const GpuMod
   const ModelConfig& c = model.config;
   if (o.max_batch < 1 || o.max_batch > 8)
     return makeError(ErrorCode::kBadRequest, "max_batch must be 1..8", {{"max_batch", o.max_batch}});
+  if (o.slots < o.max_batch)  // a decode row uses the slot of its index (Generator)
+    return makeError(ErrorCode::kBadRequest, "slots must be at least max_batch",
+                     {{"slots", o.slots}, {"max_batch", o.max_batch}});
   f->ctx_len_ = o.context ? o.context : (uint32_t)std::max(c.context_window, 1);
   f->chunk_ = o.prefill_chunk ? o.prefill_chunk : (uint32_t)std::clamp(c.prefill_chunk, 16, 1024);
   f->chunk_ = std::min(f->chunk_, f->ctx_len_);
@@ -303,6 +306,16 @@ void Forward::recordDecodeStep(gpu::Recorder& rec) const {
   }
   lm_head_.record(rec);
   rec.dispatch(*sample_, sample_bg_, B);
+}
+
+void Forward::recordResetSlot(gpu::Recorder& rec, uint32_t slot) const {
+  const kernels::GdnDims gd = gdnDims(model_.config);
+  for (size_t l = 0; l < state_.size(); ++l) {
+    if (!state_[l].handle()) continue;
+    const uint64_t cs = gd.convStateFloats() * 4ull, st = gd.stateFloats() * 4ull;
+    rec.clear(conv_state_[l], slot * cs, cs);
+    rec.clear(state_[l], slot * st, st);
+  }
 }
 
 void Forward::recordPrefillChunk(gpu::Recorder& rec, uint32_t tokens, bool last, uint32_t decode_row) const {

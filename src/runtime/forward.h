@@ -46,6 +46,10 @@ class Forward {
   void recordDecodeStep(gpu::Recorder& rec) const;
   // `tokens` ids must already be in prefillIds(), the prefill row and meta written (see Generator).
   void recordPrefillChunk(gpu::Recorder& rec, uint32_t tokens, bool last, uint32_t decode_row) const;
+  // Zeroes the recurrent state a slot carries between tokens (Qwen3.5's GDN conv window and state; the KV cache
+  // needs nothing: positions restart at 0 and attention reads only up to the current one). Recorded before the
+  // first prefill chunk of every sequence, so nothing of the slot's previous sequence leaks into the next.
+  void recordResetSlot(gpu::Recorder& rec, uint32_t slot) const;
 
   const ForwardOptions& options() const { return opts_; }
   uint32_t prefillChunk() const { return chunk_; }    // tokens per prefill chunk actually used

@@ -180,6 +180,7 @@ Status Generator::issuePrefill(Seq& s) {
     ctx_.write(fwd_.rows(), (uint64_t)s.row * sizeof row, row, sizeof row);
   }
   gpu::Recorder rec(ctx_);
+  if (s.prefilled == 0) fwd_.recordResetSlot(rec, slot);
   fwd_.recordPrefillChunk(rec, T, last, (uint32_t)s.row);
   if (last) rb_pout_.record(rec, fwd_.prefillOut(), 0, Forward::kOutWords * 4);
   EWGPU_TRY(rec.submit());

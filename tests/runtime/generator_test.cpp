@@ -7,8 +7,8 @@
 // BAD_REQUEST, slot reuse, and two decode submissions in flight under runToCompletion. Prompts fit one prefill
 // chunk and at most 24 tokens are generated to keep SwiftShader runs short.
 // Every Generator gets a Forward of its own with fresh slots (pipelines are cached by the context, so this costs
-// milliseconds). Two known bugs have regression tests here that are skipped unless EWGPU_TEST_KNOWN_BUGS=1
-// (kSlotReuseBug, kUnusedRowBug); the other tests work around them as noted.
+// milliseconds). Two regression tests guard bugs this test found: a reused slot must start from a clean Gated
+// DeltaNet state (Forward::recordResetSlot), and rows no sequence occupies must not write the KV cache.
 #include "runtime/generator.h"
 
 #include <gmock/gmock.h>
@@ -63,44 +63,13 @@ Model& model(const std::string& fixture) {
   return *cache.emplace(fixture, std::move(m)).first->second;
 }
 
-// Known bugs (as of 2026-11-29). Their regression tests are skipped unless EWGPU_TEST_KNOWN_BUGS is set.
-constexpr const char* kSlotReuseBug =
-    "a new sequence in a slot is prefilled from the slot's old Gated DeltaNet conv/recurrent state: "
-    "Generator::issuePrefill resets the slot's counts and params but nothing clears its GDN state, which the "
-    "prefill kernels continue from (qwen3_5 only)";
-constexpr const char* kUnusedRowBug =
-    "decode rows that the Generator never admitted keep their zero-filled row entry (slot 0, pos 0, inactive), and "
-    "the decode attention kernel stores K/V for inactive rows too, so with fewer sequences than max_batch every "
-    "decode step overwrites position 0 of slot 0";
-
-bool knownBugsEnabled() {
-  const char* e = std::getenv("EWGPU_TEST_KNOWN_BUGS");
-  return e && *e && std::string(e) != "0";
-}
-#define SKIP_UNLESS_KNOWN_BUGS(why)                                                   \
-  do {                                                                                \
-    if (!knownBugsEnabled()) {                                                        \
-      GTEST_SKIP() << "known bug, skipped unless EWGPU_TEST_KNOWN_BUGS=1: " << (why); \
-    }                                                                                 \
-  } while (0)
-
-// Points every decode row at its own slot and at position kCtx, where the attention kernel stores nothing. This
-// is what the Generator should do for rows it has not admitted (kUnusedRowBug); rows it admits are rewritten.
-void parkRows(const Forward& f) {
-  for (uint32_t b = 0; b < f.options().max_batch; ++b) {
-    uint32_t row[Forward::kRowWords] = {b, kCtx, 0, 0, 0, 0, 0, 0};
-    gpuContext().write(f.rows(), (uint64_t)b * sizeof row, row, sizeof row);
-  }
-}
-
 // A Forward with fresh slots (zero KV cache and recurrent state) over the model's weights, for one Generator.
-std::unique_ptr<Forward> freshForward(Model& m, uint32_t max_batch, bool park = true) {
+std::unique_ptr<Forward> freshForward(Model& m, uint32_t max_batch) {
   auto f = Forward::create(
       gpuContext(), *m.eng.model,
       {.max_batch = max_batch, .slots = max_batch, .context = kCtx, .prefill_chunk = kChunk, .max_steps = kMaxSteps});
   EXPECT_TRUE(f.ok()) << f.error().toString();
   if (!f.ok()) return nullptr;
-  if (park) parkRows(**f);
   return std::move(*f);
 }
 
@@ -451,11 +420,8 @@ TEST_P(GeneratorTest, ConcurrentSequencesMatchTheirSoloReferences) {
 
 // 5b. Six sequences with four decode rows: two wait for a free row (rows and slots are reused after a sequence
 // ends); all six complete with their solo references. A seventh submitted while the others run joins too.
-// On qwen3_5 the sequences that reuse a row (4, 5 and the late one) are only checked with EWGPU_TEST_KNOWN_BUGS
-// (kSlotReuseBug).
 TEST_P(GeneratorTest, MoreSequencesThanRowsWaitForAFreeRow) {
   Model& m = model(fx());
-  const bool reuse_ok = !m.recurrent() || knownBugsEnabled();
   const uint32_t max_tokens[6] = {9, 16, 5, 13, 12, 7};
   std::vector<std::vector<int32_t>> prompts;
   std::vector<const Outcome*> refs;
@@ -483,7 +449,7 @@ TEST_P(GeneratorTest, MoreSequencesThanRowsWaitForAFreeRow) {
       SCOPED_TRACE(::testing::Message() << "sequence " << i);
       EXPECT_EQ(r[i].done_calls, 1);
       EXPECT_EQ(r[i].res.finish_reason, "length");
-      if (i < 4 || reuse_ok) expectLengthPrefix(r[i], i < 6 ? *refs[i] : *refs[1], i < 6 ? max_tokens[i] : 11);
+      expectLengthPrefix(r[i], i < 6 ? *refs[i] : *refs[1], i < 6 ? max_tokens[i] : 11);
     }
     EXPECT_EQ(gen.stats().prefill_chunks, 7u);
   }
@@ -493,11 +459,8 @@ TEST_P(GeneratorTest, MoreSequencesThanRowsWaitForAFreeRow) {
 // stands); the other completes with its reference; a sequence submitted afterwards reuses the freed row and gets
 // its reference; cancelling a queued sequence aborts it with no tokens; cancel of a finished or unknown id is
 // false.
-// On qwen3_5 the resubmitted sequence (it reuses the cancelled one's row) is only compared with its reference with
-// EWGPU_TEST_KNOWN_BUGS (kSlotReuseBug).
 TEST_P(GeneratorTest, CancelAbortsOneSequenceAndLeavesTheOthers) {
   Model& m = model(fx());
-  const bool reuse_ok = !m.recurrent() || knownBugsEnabled();
   const auto pa = prompt(0), pb = prompt(1), pc = prompt(2);
   const Outcome &ra = reference(fx(), pa), &rb = reference(fx(), pb), &rc = reference(fx(), pc);
   for (uint32_t k : {1u, 4u}) {
@@ -536,7 +499,7 @@ TEST_P(GeneratorTest, CancelAbortsOneSequenceAndLeavesTheOthers) {
     EXPECT_EQ(a.streamed, a.res.text);
     expectLengthPrefix(b, rb, kGen);
     EXPECT_EQ(c.res.finish_reason, "length");
-    if (reuse_ok) expectLengthPrefix(c, rc, kGen);
+    expectLengthPrefix(c, rc, kGen);
     EXPECT_FALSE(gen.cancel(*ida)) << "already finished";
     EXPECT_FALSE(gen.cancel(idc)) << "already finished";
     EXPECT_FALSE(gen.cancel(987654)) << "unknown id";
@@ -607,7 +570,7 @@ TEST_P(GeneratorTest, BadRequestsAreRejected) {
   EXPECT_FALSE(gen.step()) << "nothing was queued";
   EXPECT_EQ(gen.stats().submissions, 0u);
 
-  // The generator still works after all that (on its first use of the slot: kSlotReuseBug).
+  // The generator still works after all that.
   Outcome r;
   ASSERT_TRUE(gen.submit(greedy(p, kGen), callbacks(r)).ok());
   drive(gen, Drive::kPoll);
@@ -625,11 +588,10 @@ TEST_P(GeneratorTest, BadRequestsAreRejected) {
   EXPECT_EQ(gen.stats().prefill_chunks, 1u + (kCtx - 1 + kChunk - 1) / kChunk);
 }
 
-// Regression (kSlotReuseBug on qwen3_5; runs everywhere else): one Generator, one slot, three sequences in turn;
-// each must start from a clean slot and give its reference.
+// Regression (qwen3_5: the slot's GDN state was not cleared for a new sequence): one Generator, one slot, three
+// sequences in turn; each must start from a clean slot and give its reference.
 TEST_P(GeneratorTest, ASlotReusedByTheNextSequenceStartsClean) {
   Model& m = model(fx());
-  if (m.recurrent()) SKIP_UNLESS_KNOWN_BUGS(kSlotReuseBug);
   const auto p0 = prompt(0), p1 = prompt(1);
   const Outcome &r0 = reference(fx(), p0), &r1 = reference(fx(), p1);
   auto fwd = freshForward(m, 1);
@@ -645,13 +607,13 @@ TEST_P(GeneratorTest, ASlotReusedByTheNextSequenceStartsClean) {
   }
 }
 
-// Regression (kUnusedRowBug): a Forward with four rows, left as created (no parkRows), one sequence.
+// Regression (decode attention stored K/V for inactive rows, whose zero-filled entry points at slot 0, position 0):
+// a Forward with four rows, one sequence.
 TEST_P(GeneratorTest, RowsNeverAdmittedLeaveTheOtherSlotsAlone) {
-  SKIP_UNLESS_KNOWN_BUGS(kUnusedRowBug);
   Model& m = model(fx());
   const auto p = prompt(0);
   const Outcome& ref = reference(fx(), p);
-  auto fwd = freshForward(m, 4, /*park=*/false);
+  auto fwd = freshForward(m, 4);
   ASSERT_TRUE(fwd);
   Generator gen(gpuContext(), *fwd, &m.tok, 4);
   Outcome r;
