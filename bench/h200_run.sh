@@ -16,6 +16,13 @@ B=build-h200
 TOK=tests/fixtures/qwen3_tiny/q4f16_1/tokenizer.json
 $B/ewgpu probe | tee "$OUT/probe.txt"
 [ -n "${SKIP_TESTS:-}" ] || $B/tests/runtime/fixture_test 2>&1 | grep -E "fixture \]|PASSED|FAILED" | tee "$OUT/fixture_test.txt"
+# FORWARD_TEST=1: the GPU-vs-CPU-reference forward tests and the generator tests too (carry
+# build-h200/tests/runtime/forward_test and generator_test).
+if [ -n "${FORWARD_TEST:-}" ]; then
+  for t in forward_test generator_test; do
+    $B/tests/runtime/$t 2>&1 | grep -E "^\[ +(OK|FAILED|PASSED|SKIPPED) |Failure|Expected|Which is" | tee "$OUT/$t.txt"
+  done
+fi
 $B/ewgpu run tests/fixtures/qwen3_5_tiny/q4f16_1 "Hello" --chat --max-tokens 16 --temperature 0 2>&1 | tail -2 | tee "$OUT/run_tiny.txt"
 for shape in ${SHAPES:-llama-3.2-1b qwen3-0.6b qwen2.5-1.5b qwen3.5-2b}; do
   $B/ewgpu make-tiny /tmp/m-$shape --shape $shape --quant q4f16_1 --tokenizer $TOK > /dev/null || continue
