@@ -72,6 +72,21 @@ std::vector<WGPUBufferBindingType> parseBindings(std::string_view wgsl) {
 }  // namespace
 
 std::string preprocessWgsl(std::string_view src, const std::vector<std::string>& defines) {
+  std::vector<std::string> included;
+  std::string out = preprocessWgslLines(src, defines, included);
+  // Included snippets go after the file (WGSL declarations are order-independent), so the file's own line
+  // numbers stay those of the compiler messages. Snippets may include further snippets, each once.
+  for (size_t i = 0; i < included.size(); ++i) {
+    std::string_view inc = embeddedWgsl(included[i]);
+    out += "// ---- " + included[i] + ".wgsl\n";
+    if (inc.empty()) out += "missing_include_" + included[i] + ";\n";  // fails to compile, naming the snippet
+    else out += preprocessWgslLines(inc, defines, included);
+  }
+  return out;
+}
+
+std::string preprocessWgslLines(std::string_view src, const std::vector<std::string>& defines,
+                                std::vector<std::string>& included) {
   std::string out;
   std::vector<bool> stack;  // whether each open //#if branch is active
   auto active = [&] {
@@ -96,6 +111,10 @@ std::string preprocessWgsl(std::string_view src, const std::vector<std::string>&
       std::string ext(t.substr(10));
       if (std::find(defines.begin(), defines.end(), "SUBGROUPS") != defines.end() && ext.rfind("subgroups", 0) == 0)
         out += "enable subgroups;";
+    } else if (t.rfind("//#include ", 0) == 0) {
+      std::string name(t.substr(11));
+      while (!name.empty() && (name.back() == ' ' || name.back() == '\r')) name.pop_back();
+      if (active() && std::find(included.begin(), included.end(), name) == included.end()) included.push_back(name);
     } else if (active()) {
       out += line;
     }

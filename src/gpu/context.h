@@ -183,7 +183,12 @@ class Context {
 // A tiny preprocessor for kernels: lines `//#if NAME`, `//#else`, `//#endif` keep or drop code depending on
 // `defines`; `//#enable subgroups` becomes `enable subgroups;` when SUBGROUPS is defined. Context::kernel
 // defines SUBGROUPS when the device has the subgroups feature. Dropped lines stay as empty lines.
+// `//#include NAME` appends the embedded snippet src/kernels/NAME.wgsl (once, after the file, so the file's
+// line numbers are unchanged); a snippet has no entry point and uses names the including kernel declares.
 std::string preprocessWgsl(std::string_view src, const std::vector<std::string>& defines);
+// The line pass of preprocessWgsl: `included` collects the snippet names met (each once).
+std::string preprocessWgslLines(std::string_view src, const std::vector<std::string>& defines,
+                                std::vector<std::string>& included);
 
 // The embedded WGSL source of src/kernels/<stem>.wgsl ("" when there is none).
 std::string_view embeddedWgsl(std::string_view stem);

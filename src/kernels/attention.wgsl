@@ -81,6 +81,8 @@ fn reduceSum(v: f32, lid: u32) -> f32 {
   return r;
 }
 
+//#include attention_gate
+
 fn qkvWidth() -> u32 { return select(HQ * D, 2u * HQ * D, GATED) + 2u * HKV * D; }
 
 // FUSED: hb[0..D) = the head at qkv[src .. src + D) after the optional RMSNorm (weights norms[noff ..]) and the
@@ -202,12 +204,7 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
       return;
     }
     o /= total;
-    if (GATED) {
-      let width = 2u * HQ * D + 2u * HKV * D;
-      let gi = i * width + h * 2u * D + D + 4u * lid;
-      let gt = vec4<f32>(qkv[gi], qkv[gi + 1u], qkv[gi + 2u], qkv[gi + 3u]);
-      o = o / (vec4<f32>(1.0) + exp(-gt));
-    }
+    if (GATED) { o = applyGate(o, i, h, lid); }
     out[(i * HQ + h) * DV + lid] = o;
   }
 }

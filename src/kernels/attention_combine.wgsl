@@ -12,6 +12,8 @@ override DV: u32 = D / 4u;
 @group(0) @binding(1) var<storage, read> qkv: array<f32>;         // projection output (gate rows), GATED only
 @group(0) @binding(2) var<storage, read_write> out: array<vec4<f32>>;  // [tokens, HQ, D]
 
+//#include attention_gate
+
 @compute @workgroup_size(64)
 fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
   let lid = lidv.x;
@@ -30,11 +32,6 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
     o += part[pb + s * (DV + 1u) + lid] * w;
   }
   o /= l;
-  if (GATED) {
-    let width = 2u * HQ * D + 2u * HKV * D;
-    let gi = i * width + h * 2u * D + D + 4u * lid;
-    let gt = vec4<f32>(qkv[gi], qkv[gi + 1u], qkv[gi + 2u], qkv[gi + 3u]);
-    o = o / (vec4<f32>(1.0) + exp(-gt));
-  }
+  if (GATED) { o = applyGate(o, i, h, lid); }
   out[(i * HQ + h) * DV + lid] = o;
 }

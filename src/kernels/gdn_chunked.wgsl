@@ -39,9 +39,7 @@ var<workgroup> gam: array<f32, CH>;  // Γ (cumulative log decay inside the chun
 var<workgroup> bet: array<f32, CH>;  // β (MODE 0), decay to the chunk end (MODE 1), row scales (MODE 2)
 var<workgroup> wg_u32: u32;
 
-fn channels() -> u32 { return 2u * NK * KD + NV * VD; }
-fn projWidth() -> u32 { return channels() + NV * VD + 2u * NV; }
-fn prepWidth() -> u32 { return channels() + 2u * NV; }
+//#include gdn_layout
 fn qAt(t: u32, kh: u32, i: u32) -> f32 { return prep[t * prepWidth() + kh * KD + i]; }
 fn kAt(t: u32, kh: u32, i: u32) -> f32 { return prep[t * prepWidth() + (NK + kh) * KD + i]; }
 fn vAt(t: u32, j: u32, n: u32) -> f32 { return prep[t * prepWidth() + 2u * NK * KD + j * VD + n]; }

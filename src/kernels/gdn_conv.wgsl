@@ -33,24 +33,9 @@ const L2_EPS: f32 = 1e-6;
 
 var<workgroup> red: array<f32, WG>;
 
-fn channels() -> u32 { return 2u * NK * KD + NV * VD; }
-fn projWidth() -> u32 { return channels() + NV * VD + 2u * NV; }
-fn prepWidth() -> u32 { return channels() + 2u * NV; }
+//#include gdn_layout
 
-// Sum of red[0..WG) returned to every invocation (all invocations must call it; uniform control flow).
-fn reduceSum(lid: u32) -> f32 {
-  workgroupBarrier();
-  var width = WG;
-  while (width > 1u) {
-    let hw = (width + 1u) / 2u;
-    if (lid < width - hw) { red[lid] += red[lid + hw]; }
-    workgroupBarrier();
-    width = hw;
-  }
-  let total = red[0];
-  workgroupBarrier();
-  return total;
-}
+//#include gdn_reduce
 
 fn softplus(x: f32) -> f32 {
   if (x > 20.0) { return x; }

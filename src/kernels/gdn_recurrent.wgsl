@@ -34,24 +34,9 @@ var<workgroup> ks: array<f32, KD>;
 var<workgroup> red: array<f32, WG>;
 var<workgroup> wg_u32: u32;
 
-fn channels() -> u32 { return 2u * NK * KD + NV * VD; }
-fn projWidth() -> u32 { return channels() + NV * VD + 2u * NV; }
-fn prepWidth() -> u32 { return channels() + 2u * NV; }
+//#include gdn_layout
 
-// Sum of red[0..WG) returned to every invocation (uniform control flow required).
-fn reduceSum(lid: u32) -> f32 {
-  workgroupBarrier();
-  var width = WG;
-  while (width > 1u) {
-    let hw = (width + 1u) / 2u;
-    if (lid < width - hw) { red[lid] += red[lid + hw]; }
-    workgroupBarrier();
-    width = hw;
-  }
-  let total = red[0];
-  workgroupBarrier();
-  return total;
-}
+//#include gdn_reduce
 
 // Sum over the KSPLIT parts of column n of a per-invocation value (every invocation gets its column's total).
 fn sumParts(x: f32, lid: u32, n: u32) -> f32 {

@@ -106,6 +106,26 @@ TEST(Context, InvalidOverrideConstantFailsAtPipelineCreation) {
   EXPECT_EQ(k.error().detail["stage"], "pipeline");
 }
 
+// //#include appends an embedded snippet once, after the file (the file's own lines keep their numbers); an
+// unknown snippet leaves a line that fails to compile with its name in the compiler's message.
+TEST(Context, IncludeAppendsTheSnippetAfterTheFile) {
+  const std::string src = "// line 1\n//#include gdn_layout\nfn a() -> u32 { return channels(); }\n//#include gdn_layout\n";
+  std::string out = preprocessWgsl(src, {});
+  EXPECT_EQ(out.rfind("// line 1\n\nfn a() -> u32 { return channels(); }\n\n", 0), 0u) << out;
+  EXPECT_LT(out.find("fn a()"), out.find("fn channels()")) << "the snippet comes after the file";
+  EXPECT_NE(out.find(std::string(embeddedWgsl("gdn_layout"))), std::string::npos);
+  EXPECT_EQ(out.find("fn channels()"), out.rfind("fn channels()")) << "included once";
+  std::string dropped = preprocessWgsl("//#if NOPE\n//#include gdn_layout\n//#endif\n", {});
+  EXPECT_EQ(dropped.find("channels"), std::string::npos) << "an include in a dropped branch is dropped";
+
+  Context& ctx = sharedContext();
+  auto k = ctx.compile("includes", preprocessWgsl("//#include no_such_snippet\n@compute @workgroup_size(1) fn main() {}\n", {}));
+  ASSERT_FALSE(k.ok());
+  std::string compiler = k.error().detail["compiler"];
+  EXPECT_NE(compiler.find("no_such_snippet"), std::string::npos) << compiler;
+  EXPECT_TRUE(ctx.takeError().ok());
+}
+
 TEST(Context, UnknownEmbeddedKernelIsAnError) {
   auto k = sharedContext().kernel("no_such_kernel");
   ASSERT_FALSE(k.ok());
