@@ -196,6 +196,17 @@ Status Generator::issuePrefill(Seq& s) {
 
 Status Generator::issueDecode() {
   const uint32_t B = fwd_.options().max_batch;
+  // Steps worth submitting: the most any decoding sequence can still produce (max_tokens minus what it delivered
+  // and what is in flight for it), at most K. A short max_tokens or the tail of a generation then runs no steps
+  // whose tokens would be discarded.
+  uint32_t need = 0, rows = 0;
+  for (const auto& s : seqs_) {
+    if (!s.decoding || s.done || s.row < 0) continue;
+    const int64_t left = (int64_t)s.req.sampling.max_tokens - s.result.completion_tokens - s.steps_in_flight;
+    need = std::max<uint32_t>(need, (uint32_t)std::clamp<int64_t>(left, 0, steps_));
+    rows |= 1u << s.row;
+  }
+  if (need == 0) return {};
   for (uint32_t b = 0; b < B; ++b) {
     Seq* s = byRow((int)b);
     uint32_t zero = 0;
@@ -207,13 +218,15 @@ Status Generator::issueDecode() {
     if (!f.prefill && f.buf == buf) buf = 1;
   gpu::Readback& rb = rb_out_[buf];
   gpu::Recorder rec(ctx_);
-  for (uint32_t k = 0; k < steps_; ++k) fwd_.recordDecodeStep(rec);
+  for (uint32_t k = 0; k < need; ++k) fwd_.recordDecodeStep(rec);
   rb.record(rec, fwd_.out(), 0, rb.size());
   EWGPU_TRY(rec.submit());
   rb.requestMap(ctx_);
-  in_flight_.push_back({.prefill = false, .steps = steps_, .buf = buf});
+  in_flight_.push_back({.prefill = false, .steps = need, .buf = buf, .rows = rows});
+  for (auto& s : seqs_)
+    if (s.row >= 0 && (rows >> s.row & 1u) && s.decoding && !s.done) s.steps_in_flight += need;
   ++stats_.submissions;
-  stats_.decode_steps += steps_;
+  stats_.decode_steps += need;
   return {};
 }
 
@@ -237,6 +250,8 @@ void Generator::consume(const InFlight& f) {
   }
   const uint32_t kmax = fwd_.options().max_steps;
   for (auto& s : seqs_) {
+    if (s.row >= 0 && (f.rows >> s.row & 1u) && s.decoding)
+      s.steps_in_flight -= std::min(s.steps_in_flight, f.steps);
     if (!s.decoding || s.done || s.row < 0) continue;
     for (uint32_t k = 0; k < f.steps && !s.done; ++k) {
       SampleOut o = decodeOut(out + ((uint64_t)s.row * kmax + k) * Forward::kOutWords);
