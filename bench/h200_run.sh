@@ -35,6 +35,9 @@ for shape in ${SHAPES:-llama-3.2-1b qwen3-0.6b qwen2.5-1.5b qwen3.5-2b}; do
       ${DECODE_FLAGS:-} 2>&1 | tee -a "$OUT/decode-$shape.txt"
   done
   [ -n "${SKIP_PREFILL:-}" ] || $B/ewgpu bench prefill /tmp/m-$shape --lengths 128,512 2>&1 | tee "$OUT/prefill-$shape.txt"
+  # The CLI end to end on the real shape (random weights, so the text is noise; the timings line is the point).
+  [ -n "${SKIP_RUN:-}" ] || $B/ewgpu run /tmp/m-$shape "Write a haiku about GPUs." --chat --max-tokens 64 2>&1 |
+    tail -c 2000 | tee "$OUT/run-$shape.txt"
   rm -rf /tmp/m-$shape
 done
 if [ -n "${KERNEL_BENCH:-}" ]; then
