@@ -6,6 +6,8 @@
 
 #include "model/expected_params.h"
 #include "model/tiny_model.h"
+#include "runtime/local_engine.h"
+#include "tokenizer/conv_template.h"
 
 namespace ewgpu {
 namespace {
@@ -88,6 +90,26 @@ TEST(ModelConfig, Qwen35DefaultsAndLayerTypes) {
   for (int i = 0; i < c->n_layers; ++i)
     if (c->isFullAttention(i)) full.push_back(i);
   EXPECT_EQ(full, (std::vector<int>{3, 7, 11, 15, 19, 23}));
+}
+
+// The seed model card's defaults (Qwen3.8-2B-q4f16_1-MLC): when the folder says context 4096, temperature 0.6,
+// top_p 0.95 and conv_template qwen3_5_nothink, generation uses them, with the template's stop ids 248046, 248044.
+TEST(ModelConfig, SeedModelCardDefaultsReachSampling) {
+  nlohmann::json j = qwen35Config(2048, 6144);
+  j["context_window_size"] = 4096;
+  j["temperature"] = 0.6;
+  j["top_p"] = 0.95;
+  j["conv_template"] = convTemplatePreset("qwen3_5_nothink");
+  auto c = parseModelConfig(j, "mlc-chat-config.json");
+  ASSERT_TRUE(c.ok()) << c.error().toString();
+  EXPECT_EQ(c->context_window, 4096);
+  auto conv = ConvTemplate::fromJson(j["conv_template"]);
+  ASSERT_TRUE(conv.ok()) << conv.error().toString();
+  EXPECT_EQ(conv->name(), "qwen3_5_nothink");
+  SamplingParams p = defaultSampling(*c, &*conv);
+  EXPECT_FLOAT_EQ(p.temperature, 0.6f);
+  EXPECT_FLOAT_EQ(p.top_p, 0.95f);
+  EXPECT_EQ(p.stop_token_ids, (std::vector<int32_t>{248046, 248044}));
 }
 
 TEST(ModelConfig, MissingFieldsNameTheField) {
