@@ -123,7 +123,8 @@ TEST(Gemv, SplitKAcrossThreadGroups) {
 TEST(Gemv, FastPathRowsPerGroupAndStagedX) {
   uint32_t seed = 200;
   for (int q : {0, 1})
-    for (uint32_t rpt : {4u, 8u})
+    for (uint32_t rpt : {4u, 8u}) {
+      if (q == 1 && rpt == 8) continue;  // q4f32_1 differs only in the scale load
       for (bool xsh : {false, true})
         for (uint32_t epi : {0u, 1u, 2u}) {
           SCOPED_TRACE("qfmt " + std::to_string(q) + " rpt " + std::to_string(rpt) + " xsh " + std::to_string(xsh) +
@@ -131,6 +132,7 @@ TEST(Gemv, FastPathRowsPerGroupAndStagedX) {
           runCase({q, 2 * 83, 512, 1, epi, epi != 1, epi == 0, 32, false, rpt, 1, xsh}, seed++);
           runCase({q, 2 * 45, 1024, 1, epi, true, false, 16, false, rpt, 4, xsh}, seed++);
         }
+    }
 }
 
 TEST(Gemv, SubgroupShuffleReduction) {
