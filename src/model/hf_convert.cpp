@@ -109,8 +109,17 @@ static Result<ModelConfig> modelConfigFromHfUnchecked(const json& hfIn, Quant qu
         "linear_conv_kernel_dim", "full_attention_interval", "partial_rotary_factor"})
     copyIfPresent(hf, mc, k);
   if (hf.contains("rope_parameters") && hf["rope_parameters"].is_object()) {
-    copyIfPresent(hf["rope_parameters"], mc, "rope_theta");
-    copyIfPresent(hf["rope_parameters"], mc, "partial_rotary_factor");
+    // transformers 5 writes rope_theta, partial rotary and the scaling (e.g. Llama 3's) in one rope_parameters
+    // object; a top-level rope_scaling (transformers 4) takes precedence.
+    const json& rp = hf["rope_parameters"];
+    copyIfPresent(rp, mc, "rope_theta");
+    copyIfPresent(rp, mc, "partial_rotary_factor");
+    if (!mc.contains("rope_scaling") && rp.value("rope_type", std::string("default")) != "default") {
+      json rs = json::object();
+      for (const char* k : {"rope_type", "factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"})
+        copyIfPresent(rp, rs, k);
+      mc["rope_scaling"] = rs;
+    }
   }
   if (hf.contains("layer_types") && hf["layer_types"].is_array()) {
     auto interval = intervalFromLayerTypes(hf["layer_types"]);

@@ -212,6 +212,9 @@ TEST(HfConvertErrors, MissingTensorAndBadConfig) {
   EXPECT_EQ(st.error().detail["tensor"], "model.layers.1.self_attn.k_proj.weight");
 
   auto cfg = qwen35HfConfig();
+  cfg["rope_parameters"]["rope_type"] = "yarn";  // a scaling the engine does not implement is refused, not dropped
+  EXPECT_FALSE(modelConfigFromHf(cfg, Quant::kQ0F32).ok());
+  cfg = qwen35HfConfig();
   cfg.erase("hidden_size");
   auto c = modelConfigFromHf(cfg, Quant::kQ0F32);
   ASSERT_FALSE(c.ok());
@@ -225,6 +228,37 @@ TEST(HfConvertErrors, MissingTensorAndBadConfig) {
   auto r = readSafetensorsF32(dir / "bad.safetensors");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, ErrorCode::kInvalidModelFolder);
+}
+
+// transformers 5 puts Llama 3's rope scaling inside rope_parameters (with rope_theta); the converter carries it into
+// the MLC config's rope_scaling, and a transformers-4 top-level rope_scaling still wins.
+TEST(HfConvertLlama, RopeScalingInsideRopeParameters) {
+  nlohmann::json cfg = {{"model_type", "llama"},    {"vocab_size", 100},      {"hidden_size", 64},
+                        {"intermediate_size", 128}, {"num_hidden_layers", 1}, {"num_attention_heads", 4},
+                        {"num_key_value_heads", 2}, {"rms_norm_eps", 1e-5},   {"tie_word_embeddings", false},
+                        {"rope_parameters",
+                         {{"rope_type", "llama3"},
+                          {"rope_theta", 500000.0},
+                          {"factor", 32.0},
+                          {"low_freq_factor", 1.0},
+                          {"high_freq_factor", 4.0},
+                          {"original_max_position_embeddings", 8192}}}};
+  auto c = modelConfigFromHf(cfg, Quant::kQ4F16_1);
+  ASSERT_TRUE(c.ok()) << c.error().toString();
+  EXPECT_EQ(c->rope_theta, 500000.0);
+  ASSERT_TRUE(c->rope_scaling.has_value());
+  EXPECT_EQ(c->rope_scaling->rope_type, "llama3");
+  EXPECT_EQ(c->rope_scaling->factor, 32.0f);
+  EXPECT_EQ(c->rope_scaling->high_freq_factor, 4.0f);
+  EXPECT_EQ(c->rope_scaling->original_max_position_embeddings, 8192);
+  cfg["rope_scaling"] = {{"rope_type", "llama3"},
+                         {"factor", 8.0},
+                         {"low_freq_factor", 1.0},
+                         {"high_freq_factor", 4.0},
+                         {"original_max_position_embeddings", 8192}};
+  c = modelConfigFromHf(cfg, Quant::kQ4F16_1);
+  ASSERT_TRUE(c.ok()) << c.error().toString();
+  EXPECT_EQ(c->rope_scaling->factor, 8.0f);
 }
 
 }  // namespace
