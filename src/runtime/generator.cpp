@@ -198,11 +198,15 @@ Status Generator::issueDecode() {
   const uint32_t B = fwd_.options().max_batch;
   // Steps worth submitting: the most any decoding sequence can still produce (max_tokens minus what it delivered
   // and what is in flight for it), at most K. A short max_tokens or the tail of a generation then runs no steps
-  // whose tokens would be discarded.
+  // whose tokens would be discarded. The in-flight decode submissions whose row mask has a decoding sequence's row
+  // are all its own: a sequence that takes over a row decodes only after its prefill readback, which comes after
+  // every submission issued for the row's previous sequence.
   uint32_t need = 0, rows = 0;
   for (const auto& s : seqs_) {
     if (!s.decoding || s.done || s.row < 0) continue;
-    const int64_t left = (int64_t)s.req.sampling.max_tokens - s.result.completion_tokens - s.steps_in_flight;
+    int64_t left = (int64_t)s.req.sampling.max_tokens - s.result.completion_tokens;
+    for (const auto& f : in_flight_)
+      if (!f.prefill && (f.rows >> s.row & 1u)) left -= f.steps;
     need = std::max<uint32_t>(need, (uint32_t)std::clamp<int64_t>(left, 0, steps_));
     rows |= 1u << s.row;
   }
@@ -223,8 +227,6 @@ Status Generator::issueDecode() {
   EWGPU_TRY(rec.submit());
   rb.requestMap(ctx_);
   in_flight_.push_back({.prefill = false, .steps = need, .buf = buf, .rows = rows});
-  for (auto& s : seqs_)
-    if (s.row >= 0 && (rows >> s.row & 1u) && s.decoding && !s.done) s.steps_in_flight += need;
   ++stats_.submissions;
   stats_.decode_steps += need;
   return {};
@@ -250,8 +252,6 @@ void Generator::consume(const InFlight& f) {
   }
   const uint32_t kmax = fwd_.options().max_steps;
   for (auto& s : seqs_) {
-    if (s.row >= 0 && (f.rows >> s.row & 1u) && s.decoding)
-      s.steps_in_flight -= std::min(s.steps_in_flight, f.steps);
     if (!s.decoding || s.done || s.row < 0) continue;
     for (uint32_t k = 0; k < f.steps && !s.done; ++k) {
       SampleOut o = decodeOut(out + ((uint64_t)s.row * kmax + k) * Forward::kOutWords);

@@ -90,7 +90,6 @@ class Generator {
     int row = -1;
     uint32_t prefilled = 0;    // prompt tokens already prefilled
     bool decoding = false, done = false, cancelled = false;
-    uint32_t steps_in_flight = 0;  // decode steps submitted for this sequence and not read back yet
     std::optional<StreamingDetokenizer> detok;
     std::string pending;       // text held back: could start a stop string
     GenerationResult result;
@@ -101,7 +100,7 @@ class Generator {
     bool prefill = false;
     uint32_t steps = 0;  // decode: steps in the submission
     uint32_t buf = 0;    // decode: which out readback
-    uint32_t rows = 0;   // decode: bit b set when row b's sequence was counted in (Seq::steps_in_flight)
+    uint32_t rows = 0;   // decode: bit b set for the rows whose sequence was decoding when it was issued
     uint64_t seq = 0;    // prefill: the sequence whose first token it samples
   };
 
