@@ -397,19 +397,22 @@ Status Context::wait(WGPUFuture future, uint64_t timeout_ns) {
                    {{"wait_status", (int)st}, {"timeout_ns", timeout_ns}});
 }
 
+Status Context::waitLong(WGPUFuture future) {
+  for (int slice = 0;; ++slice) {
+    Status w = wait(future, 1'000'000'000ull);
+    if (w) return {};
+    if (lost()) return takeError();
+    if (slice >= 600) return w;
+  }
+}
+
 Status Context::finish() {
   struct Out { WGPUQueueWorkDoneStatus status = WGPUQueueWorkDoneStatus_Error; } out;
   WGPUQueueWorkDoneCallbackInfo cb{};
   cb.mode = WGPUCallbackMode_WaitAnyOnly;
   cb.callback = [](WGPUQueueWorkDoneStatus st, WGPUStringView, void* u1, void*) { static_cast<Out*>(u1)->status = st; };
   cb.userdata1 = &out;
-  // A slow adapter (SwiftShader running a large model) can take minutes: wait in slices, give up after ten.
-  WGPUFuture f = wgpuQueueOnSubmittedWorkDone(queue_, cb);
-  for (int slice = 0;; ++slice) {
-    Status w = wait(f, 1'000'000'000ull);
-    if (w) break;
-    if (lost() || slice >= 600) return lost() ? takeError() : w;
-  }
+  EWGPU_TRY(waitLong(wgpuQueueOnSubmittedWorkDone(queue_, cb)));
   EWGPU_TRY(takeError());
   if (out.status != WGPUQueueWorkDoneStatus_Success)
     return makeError(ErrorCode::kGpu, "queue work did not complete", {{"status", (int)out.status}});

@@ -143,6 +143,9 @@ class Context {
   void processEvents();
   // Blocks until `future` completes or `timeout_ns` passes. GPU_ERROR on timeout.
   Status wait(WGPUFuture future, uint64_t timeout_ns = 30'000'000'000ull);
+  // wait() in one-second slices for up to ten minutes (slow adapters: SwiftShader running a large model), giving
+  // up early with the device's error if it is lost.
+  Status waitLong(WGPUFuture future);
   // Blocks until all submitted work is done (tests, benchmarks).
   Status finish();
 

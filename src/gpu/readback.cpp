@@ -42,15 +42,10 @@ Status Readback::status() const {
 
 Status Readback::wait(Context& ctx) {
   if (!state_ || !state_->requested) return makeError(ErrorCode::kInternal, "readback wait without requestMap");
-  // Slow adapters (SwiftShader running a long command buffer) may take minutes: wait in slices, give up
-  // after ten.
-  for (int slice = 0; !state_->done; ++slice) {
-    if (ctx.lost()) return ctx.takeError();
-    ctx.processEvents();
-    if (state_->done) break;
-    Status w = ctx.wait(state_->future, 1'000'000'000ull);
-    if (!w && slice >= 600) return w;
-  }
+  if (ctx.lost()) return ctx.takeError();
+  ctx.processEvents();
+  if (!state_->done) EWGPU_TRY(ctx.waitLong(state_->future));
+  if (!state_->done) ctx.processEvents();  // the completed map's callback, where WaitAny left it to the event pump
   EWGPU_TRY(ctx.takeError());
   return status();
 }
