@@ -483,8 +483,9 @@ void Context::write(const Buffer& dst, uint64_t offset, const void* data, size_t
 }
 
 Result<const Kernel*> Context::kernel(std::string_view name, const Constants& constants) {
-  std::string key(name);
-  for (const auto& [k, v] : constants) key += "|" + k + "=" + std::to_string(v);
+  std::string desc;  // "N=3072 K=2048 ...": the cache key's tail and the kernel's description
+  for (const auto& [k, v] : constants) desc += (desc.empty() ? "" : " ") + k + "=" + std::to_string(v);
+  const std::string key = std::string(name) + "|" + desc;
   auto it = kernels_.find(key);
   if (it != kernels_.end()) return it->second.get();
   std::string_view src = embeddedWgsl(name);
@@ -494,8 +495,7 @@ Result<const Kernel*> Context::kernel(std::string_view name, const Constants& co
   if (info_.subgroups) defines.push_back("SUBGROUPS");
   auto k = compile(name, preprocessWgsl(src, defines), constants);
   if (!k) return std::move(k).error();
-  for (const auto& [cname, v] : constants)
-    (*k)->constants += ((*k)->constants.empty() ? "" : " ") + cname + "=" + std::to_string(v);
+  (*k)->constants = desc;
   const Kernel* p = k->get();
   kernels_[key] = std::move(*k);
   return p;
