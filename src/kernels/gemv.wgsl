@@ -8,7 +8,7 @@
 // 128-byte x spans, one group each, touched 32 cache lines per instruction and held the kernel at ~20% of the
 // H200's bandwidth). Other formats take a 32-element group per lane. The row's partial sums are reduced with
 // subgroup shuffles when SG_REDUCE (TPR ≤ subgroup size) or through workgroup memory.
-// Grid: ceil(rows / (WG / TPR)) workgroups, folded into x/y dimensions when above 65535.
+// Grid: ceil(rows / (WG / TPR / KSPLIT · RPT)) workgroups, folded into x/y dimensions when above 65535.
 //#enable subgroups
 
 override QFMT: u32 = 0u;        // 0 q4f16_1, 1 q4f32_1, 2 q0f16, 3 q0f32, 4 q3f16_1

@@ -45,13 +45,12 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
   const uint32_t xsh_len = w.K / 4 + w.K / 32;
   // Staging reads K floats per workgroup: worth it where a workgroup has ≥ 16 rows (x then costs ≤ 1/2 of the
   // weight bytes; down_proj with K split 8 ways, 4 rows a workgroup, ran 15.1 µs staged and 10.6 µs not).
-  const uint32_t wg_rows = 256 / tpr / ksplit * rpt;
-  bool xsh = q4 && cfg.batch == 1 && (rpt == 4 || rpt == 8) && w.K % 32 == 0 && wg_rows >= 16 &&
+  const uint32_t rows_per_wg = 256 / tpr / ksplit * rpt;
+  bool xsh = q4 && cfg.batch == 1 && (rpt == 4 || rpt == 8) && w.K % 32 == 0 && rows_per_wg >= 16 &&
              xsh_len * 16 + 1024 + 96 + (256 / tpr) * 128 <= d.max_compute_workgroup_storage_size;  // + red, rinv, part
   if (const char* e = std::getenv("EWGPU_GEMV_XSH")) xsh = xsh && std::string(e) == "1";
   const uint32_t y_stride = cfg.y_stride ? cfg.y_stride : out_w;
   const uint32_t x_stride = cfg.x_stride ? cfg.x_stride : w.K;
-  std::vector<float> dummy_host(4, 0.f);
   GemvOp op;
   uint32_t row0 = 0;
   for (size_t c = 0; c < w.w_chunks.size(); ++c) {
@@ -73,7 +72,6 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
     p.kernel = *kern;
     p.bg = std::move(*bg);
     uint32_t rows = cfg.epi == Epilogue::kSwiGlu ? n / 2 : n;
-    const uint32_t rows_per_wg = 256 / tpr / ksplit * rpt;
     uint32_t groups = (rows + rows_per_wg - 1) / rows_per_wg;
     p.gx = std::min<uint32_t>(groups, 65535);
     p.gy = (groups + p.gx - 1) / p.gx;
