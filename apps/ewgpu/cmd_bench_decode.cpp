@@ -44,7 +44,7 @@ Result<Setup> setup(const Args& args, uint32_t max_steps, uint32_t context) {
   gpu::MicrobenchOptions mo;
   mo.repeats = 3;
   mo.dispatches = 1000;
-  if ((*e).ctx->info().adapter_type == "cpu") mo.read_bytes = 32ull << 20;
+  if ((*e).ctx->info().cpuAdapter()) mo.read_bytes = 32ull << 20;
   auto mb = gpu::runMicrobench(*(*e).ctx, mo);
   if (!mb) return std::move(mb).error();
   return Setup{std::move(*e), *mb};

@@ -19,6 +19,8 @@ struct DeviceInfo {
   std::string vendor, architecture, device, description;
   std::string backend;       // "vulkan", "metal", "d3d12", "null", ...
   std::string adapter_type;  // "discrete-gpu", "integrated-gpu", "cpu", "unknown"
+  // A CPU adapter (SwiftShader): kernels there prefer fewer workgroups and barriers over parallelism.
+  bool cpuAdapter() const { return adapter_type == "cpu"; }
   uint32_t vendor_id = 0, device_id = 0;
   uint32_t subgroup_min_size = 0, subgroup_max_size = 0;
   bool shader_f16 = false;

@@ -75,7 +75,7 @@ Result<MicrobenchResult> runMicrobench(Context& ctx, const MicrobenchOptions& op
   }
 
   // 2. Streaming read, swept over workgroup counts.
-  bool cpu = ctx.info().adapter_type == "cpu";
+  bool cpu = ctx.info().cpuAdapter();
   uint64_t bytes = opts.read_bytes ? opts.read_bytes : (cpu ? (64ull << 20) : (1ull << 30));
   bytes = std::min<uint64_t>(bytes, ctx.limits().maxStorageBufferBindingSize) & ~uint64_t(15);
   r.read_bytes = bytes;

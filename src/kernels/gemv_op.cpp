@@ -36,7 +36,7 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
     ksplit = 1;
     // Not on CPU adapters: SwiftShader pays per workgroup (barriers, launch) more than for idle lanes; the
     // Qwen3.5-0.8B in_proj took 382 ms split 8 ways and 43 ms unsplit there.
-    if (out_w < 16384 && d.adapter_type != "cpu")
+    if (out_w < 16384 && !d.cpuAdapter())
       while (ksplit < 8 && ksplit * 2 * tpr <= gpr && ksplit * 2 <= 256 / tpr) ksplit *= 2;
   }
   // x staged in workgroup memory (q4, one activation row, whole groups, 4 or 8 rows per group): on where the

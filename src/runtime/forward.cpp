@@ -76,7 +76,7 @@ Status Forward::createBuffers() {
   // Decode attention: enough position ranges that heads × rows × ranges fill ~256 workgroups (at most 16); one
   // range on CPU adapters (SwiftShader runs workgroups on a few threads). EWGPU_ATTN_SPLIT overrides.
   attn_split_ = std::clamp<uint32_t>(256 / std::max<uint32_t>(1, c.n_heads * (uint32_t)B), 1, 16);
-  if (ctx_.info().adapter_type == "cpu") attn_split_ = 1;
+  if (ctx_.info().cpuAdapter()) attn_split_ = 1;
   if (const char* e = std::getenv("EWGPU_ATTN_SPLIT")) attn_split_ = std::clamp<uint32_t>(std::atoi(e), 1, 64);
   if (attn_split_ > 1)
     EWGPU_ASSIGN(attn_part_, buffer(B * c.n_heads * attn_split_ * (c.head_dim + 4) * 4, "attention-partials", act));
@@ -179,7 +179,7 @@ Status Forward::createDecodeOps() {
         ak["SPLIT"] = pass ? 1 : attn_split_;
         ak["SCALE"] = 1.0 / std::sqrt((double)D);
         ak["WINDOW"] = c.sliding_window > 0 ? c.sliding_window : 0;
-        if (ctx_.info().adapter_type == "cpu") {  // SwiftShader: barriers cost per invocation, use fewer
+        if (ctx_.info().cpuAdapter()) {  // SwiftShader: barriers cost per invocation, use fewer
           ak["WG"] = 64;
           ak["RS"] = 8;
         }
