@@ -83,7 +83,7 @@ fn reduceSum(v: f32, lid: u32) -> f32 {
 
 //#include attention_gate
 
-fn qkvWidth() -> u32 { return select(HQ * D, 2u * HQ * D, GATED) + 2u * HKV * D; }
+//#include qk_rope
 
 // FUSED: hb[0..D) = the head at qkv[src .. src + D) after the optional RMSNorm (weights norms[noff ..]) and the
 // rotary embedding at position p (as qk_prepare.wgsl). Uniform control flow (barriers).
@@ -99,17 +99,7 @@ fn prepHead(src: u32, noff: u32, p: u32, lid: u32) {
     for (var d = lid; d < D; d += WG) { hn[d] = hn[d] * r * norms[noff + d]; }
   }
   workgroupBarrier();
-  let half = R / 2u;
-  for (var d = lid; d < D; d += WG) {
-    var v = hn[d];
-    if (d < R && p < CTX) {
-      let fi = d % half;
-      let c = rope[p * R + fi];
-      let sn = rope[p * R + half + fi];
-      if (d < half) { v = hn[d] * c - hn[d + half] * sn; } else { v = hn[d] * c + hn[d - half] * sn; }
-    }
-    hb[d] = v;
-  }
+  for (var d = lid; d < D; d += WG) { hb[d] = ropeRotate(hn[d], hn[partnerOf(d)], d, p); }
   workgroupBarrier();
 }
 

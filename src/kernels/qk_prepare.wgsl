@@ -26,7 +26,7 @@ override EPS: f32 = 1e-6;
 var<workgroup> buf: array<f32, D>;
 var<workgroup> red: array<f32, D>;
 
-fn qkvWidth() -> u32 { return select(HQ * D, 2u * HQ * D, GATED) + 2u * HKV * D; }
+//#include qk_rope
 
 @compute @workgroup_size(D)
 fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -55,14 +55,7 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
   }
   buf[d] = v;
   workgroupBarrier();
-  if (d < R && pos < CTX) {
-    let half = R / 2u;
-    let fi = d % half;
-    let c = rope[pos * R + fi];
-    let s = rope[pos * R + half + fi];
-    if (d < half) { v = buf[d] * c - buf[d + half] * s; }
-    else { v = buf[d] * c + buf[d - half] * s; }
-  }
+  v = ropeRotate(v, buf[partnerOf(d)], d, pos);
   if (is_q) {
     q_out[(i * HQ + head) * D + d] = v;
   } else if (pos < CTX) {
