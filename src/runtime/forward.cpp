@@ -286,7 +286,7 @@ Status Forward::createPrefillOps() {
 void Forward::recordDecodeStep(gpu::Recorder& rec) const {
   const ModelConfig& c = model_.config;
   const uint32_t B = opts_.max_batch;
-  for (const auto& [k, bg] : embed_) rec.dispatch(*k, bg, B);
+  for (const auto& [k, bg] : embed_) rec.dispatch(*k, bg, B, (c.hidden + 511) / 512);
   for (const auto& L : layers_) {
     if (L.full) {
       const AttnOps& a = *L.attn;
@@ -320,7 +320,7 @@ void Forward::recordResetSlot(gpu::Recorder& rec, uint32_t slot) const {
 
 void Forward::recordPrefillChunk(gpu::Recorder& rec, uint32_t tokens, bool last, uint32_t decode_row) const {
   const ModelConfig& c = model_.config;
-  for (const auto& [k, bg] : pembed_) rec.dispatch(*k, bg, tokens);
+  for (const auto& [k, bg] : pembed_) rec.dispatch(*k, bg, tokens, (c.hidden + 511) / 512);
   for (const auto& L : layers_) {
     if (L.full) {
       const AttnOps& a = *L.attn;

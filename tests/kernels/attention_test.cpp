@@ -230,7 +230,8 @@ TEST(Embed, LooksUpRowsOfEveryFormatAcrossChunks) {
   std::mt19937 rng(5);
   gpu::Context& g = ctx();
   for (int q : {0, 1, 2, 3, 4}) {
-    const uint32_t V = 37, H = q == 4 ? 80 : 64;
+    // H above 512 so a row spans several workgroups, the last one partly past H.
+    const uint32_t V = 37, H = q == 4 ? 1040 : 1056;
     PackedWeights pw = randomWeights(q, V, H, rng);
     // Two chunks: rows [0, 20) and [20, 37), as a table above the binding limit would be split.
     uint32_t words_per_row = (uint32_t)(pw.w.size() / V), scales_per_row = q == 1 ? H / 32 : 0;
@@ -267,7 +268,7 @@ TEST(Embed, LooksUpRowsOfEveryFormatAcrossChunks) {
       auto bg = g.bindGroup(**k, {{&keep[keep.size() - 2]}, {&keep.back()}, {&bids}, {&out}});
       ASSERT_TRUE(bg.ok());
       bgs.push_back(std::move(*bg));
-      rec.dispatch(**k, bgs.back(), (uint32_t)ids.size());
+      rec.dispatch(**k, bgs.back(), (uint32_t)ids.size(), (H + 511) / 512);
     }
     ASSERT_TRUE(rec.submit().ok());
     expectClose(download<float>(out, ids.size() * H), want, 1e-7, "embed");
