@@ -33,12 +33,15 @@ struct Setup {
 
 Result<Setup> setup(const Args& args, uint32_t max_steps, uint32_t context) {
   auto pos = positionals(args, {"--steps", "--tokens", "--lengths", "--adapter", "--context", "--prompt-tokens",
-                                "--profile-repeat"});
+                                "--profile-repeat", "--activations"});
   if (pos.empty()) return makeError(ErrorCode::kBadRequest, "usage: ewgpu bench decode|prefill MODEL_DIR ...");
   LocalEngineOptions lo;
   if (auto a = flagValue(args, "--adapter")) lo.gpu.adapter = *a;
   lo.forward.max_steps = max_steps;
   lo.forward.context = context;
+  auto act = activationsFlag(args);
+  if (!act) return std::move(act).error();
+  lo.forward.activations = *act;
   auto e = LocalEngine::load(pos[0], lo);
   if (!e) return std::move(e).error();
   gpu::MicrobenchOptions mo;
@@ -219,7 +222,7 @@ int runBenchPrefill(const Args& args) {
   return 0;
 }
 
-Registration reg_decode{{"bench decode", "bench decode MODEL [--steps 1,2,4,8,16,32] [--tokens N] [--profile [--profile-repeat 20]] [--json]",
+Registration reg_decode{{"bench decode", "bench decode MODEL [--steps 1,2,4,8,16,32] [--tokens N] [--profile [--profile-repeat 20]] [--activations auto|f32|int8|int16] [--json]",
                          "decode tok/s per K against the bytes/bandwidth + dispatch floor", runBenchDecode}};
 Registration reg_prefill{{"bench prefill", "bench prefill MODEL [--lengths 128,512] [--json]",
                           "prefill tok/s and achieved FLOP rate per prompt length", runBenchPrefill}};

@@ -30,8 +30,9 @@ int runProbe(const Args& args) {
               d.device_id);
   std::printf("backend   %s  type %s  subgroup size %u..%u\n", d.backend.c_str(), d.adapter_type.c_str(),
               d.subgroup_min_size, d.subgroup_max_size);
-  std::printf("features  shader-f16 %s, subgroups %s, timestamp-query %s\n", d.shader_f16 ? "yes" : "no",
-              d.subgroups ? "yes" : "no", d.timestamp_query ? "yes" : "no");
+  std::printf("features  shader-f16 %s, subgroups %s, timestamp-query %s, WGSL packed dot4 %s\n",
+              d.shader_f16 ? "yes" : "no", d.subgroups ? "yes" : "no", d.timestamp_query ? "yes" : "no",
+              d.packed_dot4 ? "yes" : "no");
   std::printf("limits    maxStorageBufferBindingSize %s, maxBufferSize %s, storage buffers/stage %u,\n",
               gib(d.max_storage_buffer_binding_size).c_str(), gib(d.max_buffer_size).c_str(),
               d.max_storage_buffers_per_shader_stage);

@@ -13,7 +13,8 @@ namespace ewgpu::cli {
 namespace {
 
 const std::vector<std::string> kValued = {"--max-tokens", "--temperature", "--top-p", "--top-k", "--seed", "--steps",
-                                          "--system", "--adapter", "--cache-dir", "--context", "--file", "--stop"};
+                                          "--system", "--adapter", "--cache-dir", "--context", "--file", "--stop",
+                                          "--activations"};
 
 Result<std::string> modelDir(const std::string& arg, const Args& args) {
   StoreOptions so;
@@ -46,6 +47,9 @@ int runRun(const Args& args) {
   if (auto a = flagValue(args, "--adapter")) lo.gpu.adapter = *a;
   if (auto c = flagValue(args, "--context")) lo.forward.context = (uint32_t)std::stoul(*c);
   lo.forward.max_steps = 32;
+  auto act = activationsFlag(args);
+  if (!act) return reportError(act.error(), json);
+  lo.forward.activations = *act;
   auto eng = LocalEngine::load(*dir, lo);
   if (!eng) return reportError(eng.error(), json);
   LocalEngine& e = *eng;
@@ -117,7 +121,7 @@ int runRun(const Args& args) {
 }
 
 Registration reg{{"run", "run MODEL [PROMPT] [--chat] [--max-tokens N] [--temperature T] [--top-p P] [--seed S] "
-                         "[--steps K] [--json]",
+                         "[--steps K] [--activations auto|f32|int8|int16] [--json]",
                   "generate from a model folder or store id, streaming text; prints TTFT and tok/s", runRun}};
 
 }  // namespace

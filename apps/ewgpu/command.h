@@ -3,6 +3,7 @@
 #pragma once
 
 #include "base/error.h"
+#include "kernels/gemv_op.h"
 
 #include <functional>
 #include <optional>
@@ -33,6 +34,9 @@ bool hasFlag(const Args& a, const std::string& flag);
 std::optional<std::string> flagValue(const Args& a, const std::string& name);
 // Positional arguments: everything that is not a --flag or the value of a flag in `valued`.
 std::vector<std::string> positionals(const Args& a, const std::vector<std::string>& valued);
+
+// --activations auto|f32|int8|int16 (the q4 decode GEMVs' x precision, kernels::Activations); kAuto when absent.
+Result<kernels::Activations> activationsFlag(const Args& a);
 
 // Prints an Error as "error: CODE: message" (or as JSON with --json) on stderr and returns its exit code (1).
 int reportError(const Error& e, bool json);

@@ -350,6 +350,7 @@ void Context::fillInfo() {
   info_.shader_f16 = wgpuDeviceHasFeature(device_, WGPUFeatureName_ShaderF16);
   info_.subgroups = wgpuDeviceHasFeature(device_, WGPUFeatureName_Subgroups);
   info_.timestamp_query = wgpuDeviceHasFeature(device_, WGPUFeatureName_TimestampQuery);
+  info_.packed_dot4 = wgpuInstanceHasWGSLLanguageFeature(instance_, 2 /* Packed4x8IntegerDotProduct */);
   info_.max_storage_buffer_binding_size = limits_.maxStorageBufferBindingSize;
   info_.max_buffer_size = limits_.maxBufferSize;
   info_.max_storage_buffers_per_shader_stage = limits_.maxStorageBuffersPerShaderStage;

@@ -26,6 +26,9 @@ struct DeviceInfo {
   bool shader_f16 = false;
   bool subgroups = false;
   bool timestamp_query = false;
+  // WGSL dot4I8Packed / pack4xI8 (language feature packed_4x8_integer_dot_product; native on GPUs with
+  // VK_KHR_shader_integer_dot_product, polyfilled elsewhere).
+  bool packed_dot4 = false;
   std::string toggles;       // Dawn device toggles enabled on request (ContextOptions::toggles)
   // Limits the engine depends on (the adapter's maxima; the device is created with them).
   uint64_t max_storage_buffer_binding_size = 0;

@@ -179,6 +179,7 @@ WGPUFuture wgpuInstanceRequestAdapter(WGPUInstance instance, const WGPURequestAd
 void wgpuInstanceProcessEvents(WGPUInstance instance);
 WGPUWaitStatus wgpuInstanceWaitAny(WGPUInstance instance, size_t futureCount, WGPUFutureWaitInfo* futures, uint64_t timeoutNS);
 void wgpuInstanceRelease(WGPUInstance instance);
+WGPUBool wgpuInstanceHasWGSLLanguageFeature(WGPUInstance instance, uint32_t feature);
 WGPUStatus wgpuAdapterGetInfo(WGPUAdapter adapter, WGPUAdapterInfo* info);
 WGPUStatus wgpuAdapterGetLimits(WGPUAdapter adapter, WGPULimits* limits);
 void wgpuAdapterGetFeatures(WGPUAdapter adapter, WGPUSupportedFeatures* features);

@@ -31,6 +31,16 @@ override KSPLIT: u32 = 1u;      // thread groups (of TPR lanes) sharing the same
 // lane-per-group read free of bank conflicts) and lanes take a whole 32-weight group (16-byte weight loads).
 override XSH: bool = false;
 override XSH_LEN: u32 = 1u;     // vec4s of xsh: K / 4 + K / 32 with XSH
+// q4, BATCH 1, 4 or 8 rows per thread group: x̂ = x · norm_w quantized to int8 in workgroup memory, one scale per
+// 32-element group (symmetric: max |x̂| / 127), and each 8-weight word meets it in two dot4I8Packed (the codes'
+// low and high nibbles against x packed in that order). The f32 decode costs ~25 lane instructions per 8 weights
+// and bounds the GEMV on the H200 (with the decode removed lm_head ran at 3.9 instead of 2.1 TB/s); this costs ~6.
+// Q8_DIGITS 2 adds a second int8 digit per element, the rounding residual × 254, so x̂ is held to ~1/64516 of its
+// group's max (16-bit fixed point) for 16 dot4I8Packed per 32 weights: one digit alone put a tiny Qwen3.5's logits
+// 9% of max |logit| away from transformers (its GDN layers amplify the rounding), two keep them within 1e-4.
+override Q8: bool = false;
+override Q8_GROUPS: u32 = 1u;   // K / 32 with Q8
+override Q8_DIGITS: u32 = 2u;   // 1 or 2
 
 const MAXB: u32 = 8u;
 const MAXACC: u32 = 32u;        // 2 (SwiGLU halves) × RPT × BATCH ≤ 32
@@ -47,6 +57,11 @@ var<workgroup> rinv: array<f32, MAXB>;
 var<workgroup> red2: array<f32, 16>;
 var<workgroup> part: array<f32, (WG / TPR) * MAXACC>;  // per thread group partial sums (KSPLIT > 1)
 var<workgroup> xsh: array<vec4<f32>, XSH_LEN>;
+// Group g's digit e: words 2g, 2g+1 of xq + e · 2 · Q8_GROUPS (32 int8 in nibble order) and zero point
+// xz[g + e · Q8_GROUPS] = 7 · Σ of its values; xd[g] is the scale of digit 0 (digit 1's is xd[g] / 254).
+var<workgroup> xq: array<vec4<u32>, 2u * Q8_GROUPS * Q8_DIGITS>;
+var<workgroup> xd: array<f32, Q8_GROUPS>;
+var<workgroup> xz: array<i32, Q8_GROUPS * Q8_DIGITS>;
 
 fn groupSize() -> u32 { return select(32u, 40u, QFMT == 4u); }
 fn groupsPerRow() -> u32 { return (K + groupSize() - 1u) / groupSize(); }
@@ -126,6 +141,73 @@ fn rows4Group(r: u32, last: u32, g: u32) -> vec4<f32> {
                    dotGroup(min(r + 3u, last), g, x0, x1, x2, x3, x4, x5, x6, x7));
 }
 
+// Quantizes group g of x̂ (BATCH 1) into xq / xd / xz; returns Σ x² over the group (for the RMS).
+fn quantizeGroup(g: u32) -> f32 {
+  var v: array<vec4<f32>, 8>;
+  var ss = 0.0;
+  var amax = 0.0;
+  for (var j = 0u; j < 8u; j++) {
+    let xi = x[8u * g + j];
+    ss += dot(xi, xi);
+    v[j] = select(xi, xi * norm_w[8u * g + j], NORM);
+    let a = abs(v[j]);
+    amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
+  }
+  let inv = select(0.0, 127.0 / amax, amax > 0.0);
+  xd[g] = amax / 127.0;
+  for (var e = 0u; e < Q8_DIGITS; e++) {
+    var words: array<u32, 8>;
+    var sum = 0;
+    for (var m = 0u; m < 4u; m++) {  // word m of the group: elements 8m .. 8m+7 = v[2m], v[2m+1]
+      let s0 = v[2u * m] * inv;
+      let s1 = v[2u * m + 1u] * inv;
+      // digit 0: round(x̂ / step); digit 1: round(residual · 254), |residual| ≤ 1/2
+      let a = vec4<i32>(select(round(s0), round((s0 - round(s0)) * 254.0), e == 1u));
+      let c = vec4<i32>(select(round(s1), round((s1 - round(s1)) * 254.0), e == 1u));
+      words[2u * m] = pack4xI8(vec4<i32>(a.x, a.z, c.x, c.z));       // meets the low nibbles: weights 0, 2, 4, 6
+      words[2u * m + 1u] = pack4xI8(vec4<i32>(a.y, a.w, c.y, c.w));  // the high nibbles: weights 1, 3, 5, 7
+      sum += a.x + a.y + a.z + a.w + c.x + c.y + c.z + c.w;
+    }
+    let o = e * 2u * Q8_GROUPS;
+    xq[o + 2u * g] = vec4<u32>(words[0], words[1], words[2], words[3]);
+    xq[o + 2u * g + 1u] = vec4<u32>(words[4], words[5], words[6], words[7]);
+    xz[g + e * Q8_GROUPS] = 7 * sum;
+  }
+  return ss;
+}
+
+// Σ code · q over one group: the 8 words' low and high nibbles against q0, q1 (one digit's xq[2g], xq[2g+1]).
+fn dot32(lo: vec4<u32>, hi: vec4<u32>, q0: vec4<u32>, q1: vec4<u32>) -> i32 {
+  return dot4I8Packed(lo.x, q0.x) + dot4I8Packed(hi.x, q0.y) + dot4I8Packed(lo.y, q0.z) + dot4I8Packed(hi.y, q0.w) +
+         dot4I8Packed(lo.z, q1.x) + dot4I8Packed(hi.z, q1.y) + dot4I8Packed(lo.w, q1.z) + dot4I8Packed(hi.w, q1.w);
+}
+
+// Σ (code - 7) · x̂ over group g of row `row` in units of the digit-0 step (exact in i32: |·| < 2^24), times the
+// weight scale. q = xq[2g], xq[2g+1] (digit 0), then the same for digit 1; z = the digits' zero points.
+fn dotGroupQ8(row: u32, g: u32, q: array<vec4<u32>, 4>, z: vec2<i32>) -> f32 {
+  let wv = w[row * groupsPerRow() + g];
+  let lo = wv & vec4<u32>(0x0F0F0F0Fu);
+  let hi = (wv >> vec4<u32>(4u)) & vec4<u32>(0x0F0F0F0Fu);
+  var t = dot32(lo, hi, q[0], q[1]) - z.x;
+  if (Q8_DIGITS == 2u) { t = t * 254 + dot32(lo, hi, q[2], q[3]) - z.y; }
+  return f32(t) * scaleOf(row, g);
+}
+
+// Four rows (clamped to `last`) of group g against the int8 x̂, in units of the group's digit-0 step.
+fn rows4GroupQ8(r: u32, last: u32, g: u32) -> vec4<f32> {
+  var q: array<vec4<u32>, 4>;
+  q[0] = xq[2u * g];
+  q[1] = xq[2u * g + 1u];
+  var z = vec2<i32>(xz[g], 0);
+  if (Q8_DIGITS == 2u) {
+    q[2] = xq[2u * Q8_GROUPS + 2u * g];
+    q[3] = xq[2u * Q8_GROUPS + 2u * g + 1u];
+    z.y = xz[Q8_GROUPS + g];
+  }
+  return vec4<f32>(dotGroupQ8(min(r, last), g, q, z), dotGroupQ8(min(r + 1u, last), g, q, z),
+                   dotGroupQ8(min(r + 2u, last), g, q, z), dotGroupQ8(min(r + 3u, last), g, q, z));
+}
+
 // Four rows of one word, x in registers.
 fn rows4Word(r: u32, last: u32, wi: u32, xa: vec4<f32>, xb: vec4<f32>) -> vec4<f32> {
   return vec4<f32>(dotWord(min(r, last), wi, xa, xb), dotWord(min(r + 1u, last), wi, xa, xb),
@@ -187,10 +269,11 @@ fn reduceLanes(v: f32, lid: u32) -> f32 {
 fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {
   let lid = lidv.x;
-  if (NORM || XSH) {
+  if (NORM || XSH || Q8) {
     for (var b = 0u; b < BATCH; b++) {
       var ss = 0.0;
-      for (var v = lid; v < K / 4u; v += WG) {
+      for (var g = lid; Q8 && g < Q8_GROUPS; g += WG) { ss += quantizeGroup(g); }
+      for (var v = lid; !Q8 && v < K / 4u; v += WG) {
         let xi = x[b * (X_STRIDE / 4u) + v];
         ss += dot(xi, xi);
         if (XSH) { xsh[v + v / 8u] = select(xi, xi * norm_w[v], NORM) * prescale(v & 1u); }
@@ -233,7 +316,17 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
     var b4 = vec4<f32>(0.0);
     var u4 = vec4<f32>(0.0);
     var v4 = vec4<f32>(0.0);
-    if (XSH) {
+    if (Q8) {
+      for (var g = ks * TPR + lane; g < groupsPerRow(); g += TPR * KSPLIT) {
+        let d = select(xd[g], xd[g] / 254.0, Q8_DIGITS == 2u);
+        a4 += d * rows4GroupQ8(base, last, g);
+        if (RPT == 8u) { b4 += d * rows4GroupQ8(base + 4u, last, g); }
+        if (EPI == 2u) {
+          u4 += d * rows4GroupQ8(base + h, last + h, g);
+          if (RPT == 8u) { v4 += d * rows4GroupQ8(base + 4u + h, last + h, g); }
+        }
+      }
+    } else if (XSH) {
       for (var g = ks * TPR + lane; g < groupsPerRow(); g += TPR * KSPLIT) {
         a4 += rows4Group(base, last, g);
         if (RPT == 8u) { b4 += rows4Group(base + 4u, last, g); }
@@ -241,12 +334,6 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
           u4 += rows4Group(base + h, last + h, g);
           if (RPT == 8u) { v4 += rows4Group(base + 4u + h, last + h, g); }
         }
-      }
-      if (NORM) {
-        a4 *= rinv[0];
-        b4 *= rinv[0];
-        u4 *= rinv[0];
-        v4 *= rinv[0];
       }
     } else {
       for (var wi = ks * TPR + lane; wi < K / 8u; wi += TPR * KSPLIT) {
@@ -259,6 +346,12 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
           if (RPT == 8u) { v4 += rows4Word(base + 4u + h, last + h, wi, xa, xb); }
         }
       }
+    }
+    if (NORM && (Q8 || XSH)) {  // staged x̂ leaves out the row's 1/RMS: applied once here
+      a4 *= rinv[0];
+      b4 *= rinv[0];
+      u4 *= rinv[0];
+      v4 *= rinv[0];
     }
     // acc layout: rows 0..RPT-1, then the SwiGLU "up" rows at `up` = RPT.
     acc[0] = a4.x;

@@ -28,6 +28,22 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
   if (!rpt) rpt = std::max<uint32_t>(1, 4 / cfg.batch);
   if (2 * rpt * cfg.batch > 32) rpt = std::max<uint32_t>(1, 16 / cfg.batch);
   const uint32_t out_w = cfg.epi == Epilogue::kSwiGlu ? w.N / 2 : w.N;
+  const bool q4 = w.format == WeightFormat::kQ4F16 || w.format == WeightFormat::kQ4F32;
+  Activations act = cfg.act;
+  if (act == Activations::kAuto) {
+    act = d.packed_dot4 && !d.cpuAdapter() ? Activations::kInt16 : Activations::kF32;
+    if (const char* e = std::getenv("EWGPU_GEMV_Q8"))
+      act = std::string(e) == "1" ? Activations::kInt8 : std::string(e) == "2" ? Activations::kInt16 : Activations::kF32;
+  }
+  const uint32_t groups_k = w.K / 32;
+  // int8 / int16 x̂ (the staged fast path: q4, one activation row, 4 or 8 rows per thread group, whole groups) where the
+  // device has the packed dot product and the workgroup memory holds K bytes + 4 per group per digit, 4 per group
+  // (+ red, rinv, part).
+  const uint32_t digits = act == Activations::kInt16 ? 2 : 1;
+  bool q8 = act != Activations::kF32 && q4 && cfg.batch == 1 && (rpt == 4 || rpt == 8) && w.K % 32 == 0 &&
+            d.packed_dot4 &&
+            digits * (w.K + groups_k * 4) + groups_k * 4 + 1024 + 96 + (256 / tpr) * 128 <=
+                d.max_compute_workgroup_storage_size;
   // K split across thread groups when there are few rows: more warps in flight for small matrices (an o_proj
   // of 2048 rows would otherwise fill a fraction of a large GPU). Power of two ≤ 8 dividing the groups.
   uint32_t ksplit = cfg.ksplit ? cfg.ksplit : knob("EWGPU_GEMV_KSPLIT");
@@ -37,11 +53,13 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
     // Not on CPU adapters: SwiftShader pays per workgroup (barriers, launch) more than for idle lanes; the
     // Qwen3.5-0.8B in_proj took 382 ms split 8 ways and 43 ms unsplit there.
     if (out_w < 16384 && !d.cpuAdapter())
-      while (ksplit < 8 && ksplit * 2 * tpr <= gpr && ksplit * 2 <= 256 / tpr) ksplit *= 2;
+      // (int8 x̂ is staged per workgroup, so a workgroup keeps ≥ 16 rows there).
+      while (ksplit < 8 && ksplit * 2 * tpr <= gpr && ksplit * 2 <= 256 / tpr &&
+             (!q8 || 256 / tpr / (ksplit * 2) * rpt >= 16))
+        ksplit *= 2;
   }
   // x staged in workgroup memory (q4, one activation row, whole groups, 4 or 8 rows per group): on where the
   // workgroup memory holds it; EWGPU_GEMV_XSH=0 turns it off.
-  const bool q4 = w.format == WeightFormat::kQ4F16 || w.format == WeightFormat::kQ4F32;
   const uint32_t xsh_len = w.K / 4 + w.K / 32;
   // Staging reads K floats per workgroup: worth it where a workgroup has ≥ 16 rows (x then costs ≤ 1/2 of the
   // weight bytes; down_proj with K split 8 ways, 4 rows a workgroup, ran 15.1 µs staged and 10.6 µs not).
@@ -49,6 +67,7 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
   bool xsh = q4 && cfg.batch == 1 && (rpt == 4 || rpt == 8) && w.K % 32 == 0 && rows_per_wg >= 16 &&
              xsh_len * 16 + 1024 + 96 + (256 / tpr) * 128 <= d.max_compute_workgroup_storage_size;  // + red, rinv, part
   if (const char* e = std::getenv("EWGPU_GEMV_XSH")) xsh = xsh && std::string(e) == "1";
+  if (q8) xsh = false;  // the int8 staging replaces the f32 one
   const uint32_t y_stride = cfg.y_stride ? cfg.y_stride : out_w;
   const uint32_t x_stride = cfg.x_stride ? cfg.x_stride : w.K;
   GemvOp op;
@@ -59,7 +78,9 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
                      {"NORM", cfg.norm ? 1 : 0}, {"HAS_BIAS", w.bias ? 1 : 0}, {"EPS", cfg.eps},
                      {"ROW_OFFSET", row0}, {"Y_STRIDE", y_stride}, {"X_STRIDE", x_stride}, {"TPR", tpr},
                      {"SG_REDUCE", sg ? 1 : 0}, {"RPT", rpt},
-                     {"KSPLIT", ksplit}, {"XSH", xsh ? 1 : 0}, {"XSH_LEN", xsh ? xsh_len : 1}};
+                     {"KSPLIT", ksplit}, {"XSH", xsh ? 1 : 0}, {"XSH_LEN", xsh ? xsh_len : 1},
+                     {"Q8", q8 ? 1 : 0}, {"Q8_GROUPS", q8 ? groups_k : 1},
+                     {"Q8_DIGITS", digits}};
     auto kern = ctx.kernel("gemv", k);
     if (!kern) return std::move(kern).error();
     // Unused bindings get any read-only buffer that is not `y`.

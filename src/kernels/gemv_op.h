@@ -9,6 +9,14 @@
 
 namespace ewgpu::kernels {
 
+// Precision of x in a q4 GEMV. kInt8: x̂ quantized to int8 per 32-element group (step max|x̂| / 127) and
+// multiplied with dot4I8Packed (as llama.cpp's q8_1 activations): far fewer instructions than decoding the codes to
+// f32, which bounds the f32 kernel on large GPUs. kInt16: a second int8 digit carries the rounding residual
+// (16-bit fixed point per group, error ≤ 1/64516 of the group max), twice the dot products. Both apply where the
+// single-row staged fast path does (q4 formats, batch 1); elsewhere x stays f32. kAuto: kInt16 on GPU adapters with
+// WGSL's packed dot product, f32 on CPU adapters; EWGPU_GEMV_Q8=0 / 1 / 2 (f32 / int8 / int16) overrides kAuto.
+enum class Activations { kAuto, kF32, kInt8, kInt16 };
+
 struct GemvConfig {
   Epilogue epi = Epilogue::kStore;
   uint32_t batch = 1;               // activation rows, 1..8
@@ -18,6 +26,7 @@ struct GemvConfig {
   uint32_t tpr = 0;                 // threads per row (0: device default)
   uint32_t rpt = 0;                 // rows per thread group (0: 4 / batch, at least 1)
   uint32_t ksplit = 0;              // thread groups splitting K per row (0: by matrix size)
+  Activations act = Activations::kAuto;
 };
 
 class GemvOp {

@@ -134,6 +134,10 @@ Status Forward::createDecodeOps() {
   const ModelConfig& c = model_.config;
   const uint32_t B = opts_.max_batch, D = c.head_dim;
   const bool gated = c.arch == Arch::kQwen3_5;
+  auto gemvCfg = [&](GemvConfig g) {
+    g.act = opts_.activations;
+    return g;
+  };
   // Embedding: one dispatch per table chunk, ids from rows[b].token.
   const GpuMatrix& E = model_.embed;
   uint32_t start = 0;
@@ -160,7 +164,7 @@ Status Forward::createDecodeOps() {
       ops.attn = std::make_unique<AttnOps>();
       AttnOps& a = *ops.attn;
       EWGPU_ASSIGN(a.qkv, kernels::GemvOp::create(ctx_, L.qkv.view(), hidden_, qkv_,
-                                                  {Epilogue::kStore, B, &L.input_norm, c.rms_eps}));
+                                                  gemvCfg({Epilogue::kStore, B, &L.input_norm, c.rms_eps})));
       gpu::Constants pk = attn_k;
       pk["R"] = c.rotaryDim();
       pk["QK_NORM"] = c.qk_norm ? 1 : 0;
@@ -192,31 +196,34 @@ Status Forward::createDecodeOps() {
         (pass ? a.pattn : a.attn) = *k2;
         (pass ? a.pattn_bg : a.attn_bg) = std::move(*bg2);
       }
-      EWGPU_ASSIGN(a.o, kernels::GemvOp::create(ctx_, L.o.view(), mix_, hidden_,
-                                                {Epilogue::kResidualAdd, B, nullptr, c.rms_eps, c.n_heads * D}));
+      EWGPU_ASSIGN(a.o, kernels::GemvOp::create(
+                            ctx_, L.o.view(), mix_, hidden_,
+                            gemvCfg({Epilogue::kResidualAdd, B, nullptr, c.rms_eps, c.n_heads * D})));
     } else {
       ops.gdn = std::make_unique<GdnOps>();
       GdnOps& g = *ops.gdn;
       kernels::GdnDims gd = gdnDims(c);
       EWGPU_ASSIGN(g.in, kernels::GemvOp::create(ctx_, L.in_proj.view(), hidden_, proj_,
-                                                 {Epilogue::kStore, B, &L.input_norm, c.rms_eps}));
+                                                 gemvCfg({Epilogue::kStore, B, &L.input_norm, c.rms_eps})));
       EWGPU_ASSIGN(g.conv, kernels::GdnConvOp::create(ctx_, gd, false,
                                                       {{&proj_}, {&L.conv_w}, {&L.a_log}, {&L.dt_bias}, {&rows_},
                                                        {&conv_state_[l]}, {&prep_}}));
       EWGPU_ASSIGN(g.rec, kernels::GdnRecurrentOp::create(ctx_, gd, {{&prep_}, {&proj_}, {&L.gdn_norm}, {&rows_},
                                                                      {&state_[l]}, {&mix_}}));
-      EWGPU_ASSIGN(g.out, kernels::GemvOp::create(ctx_, L.out_proj.view(), mix_, hidden_,
-                                                  {Epilogue::kResidualAdd, B, nullptr, c.rms_eps, gd.outWidth()}));
+      EWGPU_ASSIGN(g.out, kernels::GemvOp::create(
+                              ctx_, L.out_proj.view(), mix_, hidden_,
+                              gemvCfg({Epilogue::kResidualAdd, B, nullptr, c.rms_eps, gd.outWidth()})));
     }
     EWGPU_ASSIGN(ops.up, kernels::GemvOp::create(ctx_, L.gate_up.view(), hidden_, act_,
-                                                 {Epilogue::kSwiGlu, B, &L.post_norm, c.rms_eps}));
-    EWGPU_ASSIGN(ops.down, kernels::GemvOp::create(ctx_, L.down.view(), act_, hidden_, {Epilogue::kResidualAdd, B}));
+                                                 gemvCfg({Epilogue::kSwiGlu, B, &L.post_norm, c.rms_eps})));
+    EWGPU_ASSIGN(ops.down,
+                 kernels::GemvOp::create(ctx_, L.down.view(), act_, hidden_, gemvCfg({Epilogue::kResidualAdd, B})));
     layers_.push_back(std::move(ops));
   }
   EWGPU_ASSIGN(lm_head_, kernels::GemvOp::create(ctx_, model_.logitsMatrix().view(), hidden_, logits_,
-                                                 {Epilogue::kStore, B, &model_.final_norm, c.rms_eps}));
+                                                 gemvCfg({Epilogue::kStore, B, &model_.final_norm, c.rms_eps})));
   EWGPU_ASSIGN(plm_head_, kernels::GemvOp::create(ctx_, model_.logitsMatrix().view(), plast_, plogits_,
-                                                  {Epilogue::kStore, 1, &model_.final_norm, c.rms_eps}));
+                                                  gemvCfg({Epilogue::kStore, 1, &model_.final_norm, c.rms_eps})));
   for (int pass = 0; pass < 2; ++pass) {
     gpu::Constants sk{{"V", c.vocab}, {"KMAX", pass ? 1 : opts_.max_steps}, {"ADVANCE_POS", pass ? 0 : 1}};
     auto k = ctx_.kernel("sample", sk);

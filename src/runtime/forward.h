@@ -28,6 +28,8 @@ struct ForwardOptions {
   uint32_t context = 0;        // positions per slot (0: the model's context window)
   uint32_t prefill_chunk = 0;  // tokens per prefill chunk (0: the model's prefill_chunk_size, at most 1024)
   uint32_t max_steps = 16;     // decode steps per submission the output ring holds (K max)
+  // x precision of the q4 decode GEMVs (kernels/gemv_op.h): kAuto is kInt16 on GPUs with WGSL's packed dot product.
+  kernels::Activations activations = kernels::Activations::kAuto;
 };
 
 struct ForwardStats {

@@ -27,18 +27,20 @@ double maxAbsDiff(const std::vector<float>& a, const nlohmann::json& b) {
 
 class TransformersFixture : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(TransformersFixture, GpuLogitsMatchTransformers) {
-  std::string dir = std::string(EWGPU_SOURCE_DIR) + "/tests/fixtures/" + GetParam();
+// `rel_tol` × max |logit| is the tolerance.
+void checkFixture(const std::string& name, kernels::Activations act, double rel_tol) {
+  std::string dir = std::string(EWGPU_SOURCE_DIR) + "/tests/fixtures/" + name;
   std::ifstream in(dir + "/reference.json");
   if (!in) GTEST_SKIP() << "fixture absent: " << dir;
   nlohmann::json ref = nlohmann::json::parse(in);
-  auto eng = testing::loadEngine(dir, {.max_batch = 1, .slots = 1, .context = 160, .prefill_chunk = 64, .max_steps = 1});
+  auto eng = testing::loadEngine(
+      dir, {.max_batch = 1, .slots = 1, .context = 160, .prefill_chunk = 64, .max_steps = 1, .activations = act});
   ASSERT_TRUE(eng.fwd);
   gpu::Context& ctx = gpuContext();
   const Forward& f = *eng.fwd;
   const uint32_t V = eng.model->config.vocab, n0 = ref["n_prefill"].get<uint32_t>() + 1;
   std::vector<int32_t> prompt = ref["prompt_ids"].get<std::vector<int32_t>>();
-  const double tol = 1e-4 * ref["max_abs_logit"].get<double>();  // f32 GPU vs f32 transformers
+  const double tol = rel_tol * ref["max_abs_logit"].get<double>();
 
   SamplingParams sp;
   sp.temperature = 0;
@@ -80,8 +82,22 @@ TEST_P(TransformersFixture, GpuLogitsMatchTransformers) {
     worst = std::max(worst, e);
     EXPECT_LT(e, tol) << "decode step " << i;
   }
-  std::printf("[ fixture ] %s: max |Δlogit| %.3g (max |logit| %.3g, tolerance %.3g)\n", GetParam().c_str(), worst,
-              ref["max_abs_logit"].get<double>(), tol);
+  std::printf("[ fixture ] %s%s: max |Δlogit| %.3g (max |logit| %.3g, tolerance %.3g)\n", name.c_str(),
+              act == kernels::Activations::kInt16 ? " int16 x" : act == kernels::Activations::kInt8 ? " int8 x" : "", worst, ref["max_abs_logit"].get<double>(), tol);
+}
+
+// f32 GPU vs f32 transformers.
+TEST_P(TransformersFixture, GpuLogitsMatchTransformers) { checkFixture(GetParam(), kernels::Activations::kF32, 1e-4); }
+
+// The q4 GEMVs with x̂ as two int8 digits per element (kInt16, the default on GPUs).
+TEST(TransformersFixtureInt16, GpuLogitsMatchTransformers) {
+  if (!gpuContext().info().packed_dot4) GTEST_SKIP() << "no WGSL packed dot product";
+  for (const char* f : {"qwen3_5_tiny/q4f16_1", "llama_tiny/q4f16_1", "mistral_tiny/q4f16_1", "qwen2_tiny/q4f16_1",
+                        "qwen3_tiny/q4f16_1"}) {
+    SCOPED_TRACE(f);
+    // measured ≤ 2.1e-4 of max |logit| (qwen3_5), ≤ 5e-5 for the others
+    checkFixture(f, kernels::Activations::kInt16, 1e-3);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryArchitecture, TransformersFixture,

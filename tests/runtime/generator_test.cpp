@@ -35,6 +35,9 @@ constexpr uint32_t kCtx = 128;      // positions per slot
 constexpr uint32_t kChunk = 32;     // prefill chunk: every prompt below fits one
 constexpr uint32_t kMaxSteps = 16;  // K max
 constexpr uint32_t kGen = 24;       // tokens of the reference runs
+// f32 x in every GEMV: batch-1 int8 activations (the GPU default) would make a batch-1 reference differ from the
+// batched rows these tests compare it with. The int8 path's own tests are in forward_test.
+constexpr auto kF32 = kernels::Activations::kF32;
 
 struct Model {
   testing::Engine eng;  // folder, weights, and a batch-1 Forward (its creation compiles the pipelines)
@@ -57,7 +60,8 @@ Model& model(const std::string& fixture) {
   EXPECT_TRUE(tok.ok()) << tok.error().toString();
   auto m = std::unique_ptr<Model>(new Model{
       testing::loadEngine(
-          dir, {.max_batch = 1, .slots = 1, .context = kCtx, .prefill_chunk = kChunk, .max_steps = kMaxSteps}),
+          dir, {.max_batch = 1, .slots = 1, .context = kCtx, .prefill_chunk = kChunk, .max_steps = kMaxSteps,
+                .activations = kF32}),
       std::move(*tok)});
   EXPECT_TRUE(m->eng.fwd) << dir;
   return *cache.emplace(fixture, std::move(m)).first->second;
@@ -67,7 +71,8 @@ Model& model(const std::string& fixture) {
 std::unique_ptr<Forward> freshForward(Model& m, uint32_t max_batch) {
   auto f = Forward::create(
       gpuContext(), *m.eng.model,
-      {.max_batch = max_batch, .slots = max_batch, .context = kCtx, .prefill_chunk = kChunk, .max_steps = kMaxSteps});
+      {.max_batch = max_batch, .slots = max_batch, .context = kCtx, .prefill_chunk = kChunk, .max_steps = kMaxSteps,
+       .activations = kF32});
   EXPECT_TRUE(f.ok()) << f.error().toString();
   if (!f.ok()) return nullptr;
   return std::move(*f);
