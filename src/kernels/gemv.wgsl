@@ -34,10 +34,10 @@ override XSH_LEN: u32 = 1u;     // vec4s of xsh: K / 4 + K / 32 with XSH
 // q4, BATCH 1, 4 or 8 rows per thread group: x̂ = x · norm_w quantized to int8 in workgroup memory, one scale per
 // 32-element group (symmetric: max |x̂| / 127), and each 8-weight word meets it in two dot4I8Packed (the codes'
 // low and high nibbles against x packed in that order). The f32 decode costs ~25 lane instructions per 8 weights
-// and bounds the GEMV on the H200 (with the decode removed lm_head ran at 3.9 instead of 2.1 TB/s); this costs ~6.
-// Q8_DIGITS 2 adds a second int8 digit per element, the rounding residual × 254, so x̂ is held to ~1/64516 of its
-// group's max (16-bit fixed point) for 16 dot4I8Packed per 32 weights: one digit alone put a tiny Qwen3.5's logits
-// 9% of max |logit| away from transformers (its GDN layers amplify the rounding), two keep them within 1e-4.
+// and bounds the GEMV on the H200 (with the decode removed lm_head ran at 3.9 instead of 2.1 TB/s); an int8 digit
+// costs ~3 (two masks, two dot products). Q8_DIGITS 2 adds a second digit per element, the rounding residual × 254,
+// so x̂ is held to ~1/64516 of its group's max (16-bit fixed point): one digit alone put a tiny Qwen3.5's logits 9%
+// of max |logit| away from transformers (its GDN layers amplify the rounding), two keep them within 2.1e-4.
 override Q8: bool = false;
 override Q8_GROUPS: u32 = 1u;   // K / 32 with Q8
 override Q8_DIGITS: u32 = 2u;   // 1 or 2
