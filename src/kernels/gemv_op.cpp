@@ -12,16 +12,11 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
   if (cfg.epi == Epilogue::kSwiGlu && w.w_chunks.size() != 1)
     return makeError(ErrorCode::kInternal, "SwiGLU gemv needs an unsplit weight", {{"chunks", w.w_chunks.size()}});
   const DeviceInfo& d = ctx.info();
-  // Threads per row: a subgroup's worth where shuffles can reduce it, else 32 through workgroup memory.
   // EWGPU_GEMV_TPR / _RPT / _KSPLIT override the defaults below (tuning sweeps on a new GPU; bench/h200_run.sh).
   auto knob = [](const char* name) -> uint32_t {
     const char* v = std::getenv(name);
     return v ? (uint32_t)std::strtoul(v, nullptr, 10) : 0;
   };
-  uint32_t tpr = cfg.tpr ? cfg.tpr : knob("EWGPU_GEMV_TPR");
-  // (a subgroup's worth reduces with shuffles and no barriers; SwiftShader's subgroups are 4 wide).
-  if (!tpr) tpr = d.subgroups ? std::clamp<uint32_t>(d.subgroup_min_size, 4, 32) : 32;
-  bool sg = d.subgroups && tpr <= d.subgroup_min_size;
   // Rows per thread group: each x value loaded from cache serves RPT weight rows (f32 x is 8x the bytes of
   // q4 weights, so without reuse the kernel is bound by cache bandwidth, not memory).
   uint32_t rpt = cfg.rpt ? cfg.rpt : knob("EWGPU_GEMV_RPT");
@@ -36,14 +31,23 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
       act = std::string(e) == "1" ? Activations::kInt8 : std::string(e) == "2" ? Activations::kInt16 : Activations::kF32;
   }
   const uint32_t groups_k = w.K / 32;
-  // int8 / int16 x̂ (the staged fast path: q4, one activation row, 4 or 8 rows per thread group, whole groups) where the
-  // device has the packed dot product and the workgroup memory holds K bytes + 4 per group per digit, 4 per group
-  // (+ red, rinv, part).
   const uint32_t digits = act == Activations::kInt16 ? 2 : 1;
+  // int8 / int16 x̂: the staged fast path (q4, one activation row, 4 or 8 rows per thread group, whole groups) on a
+  // device with the packed dot product.
   bool q8 = act != Activations::kF32 && q4 && cfg.batch == 1 && (rpt == 4 || rpt == 8) && w.K % 32 == 0 &&
-            d.packed_dot4 &&
-            digits * (w.K + groups_k * 4) + groups_k * 4 + 1024 + 96 + (256 / tpr) * 128 <=
-                d.max_compute_workgroup_storage_size;
+            d.packed_dot4;
+  // Threads per row: a subgroup's worth where shuffles can reduce it, else 32 through workgroup memory
+  // (SwiftShader's subgroups are 4 wide). With int8 x̂, 8: a workgroup then holds 32 thread groups, so the
+  // quantizing prologue serves 2-4x the rows (H200, lm_head: 59 µs at TPR 32, 51 at 16, 46 at 8, 70 at 4).
+  uint32_t tpr = cfg.tpr ? cfg.tpr : knob("EWGPU_GEMV_TPR");
+  if (!tpr) {
+    tpr = d.subgroups ? std::clamp<uint32_t>(d.subgroup_min_size, 4, 32) : 32;
+    if (q8 && d.subgroups && d.subgroup_min_size >= 8) tpr = 8;
+  }
+  bool sg = d.subgroups && tpr <= d.subgroup_min_size;
+  // The workgroup memory must hold K bytes + 4 per group per digit, 4 per group (+ red, rinv, part).
+  q8 = q8 && digits * (w.K + groups_k * 4) + groups_k * 4 + 1024 + 96 + (256 / tpr) * 128 <=
+                 d.max_compute_workgroup_storage_size;
   // K split across thread groups when there are few rows: more warps in flight for small matrices (an o_proj
   // of 2048 rows would otherwise fill a fraction of a large GPU). Power of two ≤ 8 dividing the groups.
   uint32_t ksplit = cfg.ksplit ? cfg.ksplit : knob("EWGPU_GEMV_KSPLIT");

@@ -186,6 +186,10 @@ TEST(Gemv, Int8Activations) {
           runCase({q, 2 * 45, 1024, 1, epi, true, false, 16, false, rpt, 4, false, digits}, seed++);
         }
   runCase({0, 64, 4096, 1, 1, false, false, 32, false, 4, 2, false, 2}, seed++);
+  // 8 lanes per row and K split 8 ways (the GPU default for int8 x̂), SwiGLU with the norm prologue.
+  runCase({0, 2 * 70, 2048, 1, 2, true, false, 8, false, 4, 8, false, 2}, seed++);
+  if (ctx().info().subgroups && ctx().info().subgroup_min_size >= 8)
+    runCase({0, 2 * 70, 2048, 1, 2, true, false, 8, true, 4, 8, false, 2}, seed++);
 }
 
 TEST(Gemv, SubgroupShuffleReduction) {
