@@ -33,7 +33,7 @@ struct Setup {
 
 Result<Setup> setup(const Args& args, uint32_t max_steps, uint32_t context) {
   auto pos = positionals(args, {"--steps", "--tokens", "--lengths", "--adapter", "--context", "--prompt-tokens",
-                                "--profile-repeat", "--activations"});
+                                "--profile-repeat", "--activations", "--temperature", "--top-p", "--top-k"});
   if (pos.empty()) return makeError(ErrorCode::kBadRequest, "usage: ewgpu bench decode|prefill MODEL_DIR ...");
   LocalEngineOptions lo;
   if (auto a = flagValue(args, "--adapter")) lo.gpu.adapter = *a;
@@ -60,12 +60,13 @@ struct DecodeRow {
   double tok_s = 0, ms_per_token = 0, gpu_ms_per_token = 0, encode_ms_per_token = 0, passes_per_token = 0;
 };
 
-Result<DecodeRow> measure(LocalEngine& e, uint32_t k, uint32_t tokens, uint32_t prompt_tokens) {
+Result<DecodeRow> measure(LocalEngine& e, uint32_t k, uint32_t tokens, uint32_t prompt_tokens,
+                          const SamplingParams& sampling) {
   DecodeRow row{k};
   Generator gen(*e.ctx, *e.forward, nullptr, k);
   GenerationRequest req;
   for (uint32_t i = 0; i < prompt_tokens; ++i) req.prompt.push_back((int32_t)(i * 7919 % e.model->config.vocab));
-  req.sampling.temperature = 0;
+  req.sampling = sampling;
   req.sampling.max_tokens = tokens;
   GenerationResult res;
   auto id = gen.submit(req, {nullptr, [&](const GenerationResult& r) { res = r; }});
@@ -139,6 +140,11 @@ int runBenchDecode(const Args& args) {
   std::vector<uint32_t> ks = parseList(flagValue(args, "--steps").value_or("1,2,4,8,16,32"));
   uint32_t tokens = (uint32_t)std::stoul(flagValue(args, "--tokens").value_or("128"));
   uint32_t prompt_tokens = (uint32_t)std::stoul(flagValue(args, "--prompt-tokens").value_or("16"));
+  // Greedy unless --temperature / --top-p / --top-k say otherwise (sampling costs differ: docs/benchmarks.md).
+  SamplingParams sampling;
+  sampling.temperature = std::stof(flagValue(args, "--temperature").value_or("0"));
+  sampling.top_p = std::stof(flagValue(args, "--top-p").value_or("1"));
+  sampling.top_k = (uint32_t)std::stoul(flagValue(args, "--top-k").value_or("0"));
   uint32_t maxk = *std::max_element(ks.begin(), ks.end());
   auto s = setup(args, maxk, (uint32_t)std::stoul(flagValue(args, "--context").value_or("1024")));
   if (!s) return reportError(s.error(), json);
@@ -151,7 +157,7 @@ int runBenchDecode(const Args& args) {
   const double floor_ms = bw_floor_ms + dispatch_floor_ms;
   std::vector<DecodeRow> rows;
   for (uint32_t k : ks) {
-    auto r = measure(e, k, tokens, prompt_tokens);
+    auto r = measure(e, k, tokens, prompt_tokens, sampling);
     if (!r) return reportError(r.error(), json);
     rows.push_back(*r);
   }
@@ -222,7 +228,7 @@ int runBenchPrefill(const Args& args) {
   return 0;
 }
 
-Registration reg_decode{{"bench decode", "bench decode MODEL [--steps 1,2,4,8,16,32] [--tokens N] [--profile [--profile-repeat 20]] [--activations auto|f32|int8|int16] [--json]",
+Registration reg_decode{{"bench decode", "bench decode MODEL [--steps 1,2,4,8,16,32] [--tokens N] [--profile [--profile-repeat 20]] [--temperature T --top-p P --top-k K] [--activations auto|f32|int8|int16] [--json]",
                          "decode tok/s per K against the bytes/bandwidth + dispatch floor", runBenchDecode}};
 Registration reg_prefill{{"bench prefill", "bench prefill MODEL [--lengths 128,512] [--json]",
                           "prefill tok/s and achieved FLOP rate per prompt length", runBenchPrefill}};

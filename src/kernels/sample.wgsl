@@ -14,7 +14,7 @@
 override V: u32;                    // vocabulary size (row length of logits and counts)
 override KMAX: u32 = 1u;            // steps in the out ring per row
 override ADVANCE_POS: bool = true;  // decode step: pos += 1 for an active row
-override WG: u32 = 256u;            // threads per workgroup (a multiple of 16, at most 256)
+override WG: u32 = 256u;            // threads per workgroup (a multiple of 16; kernels::sampleWorkgroupSize)
 override HIST_COPIES: u32 = 8u;     // private histogram copies (fewer same-address atomics)
 override WRITE_STATS: bool = false;  // tests: rows[b*8+7] = number of tokens that survived top-k/top-p
 

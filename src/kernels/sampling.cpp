@@ -8,6 +8,7 @@
 #include <bit>
 #include <cfloat>
 #include <cmath>
+#include <cstdlib>
 #include <numeric>
 #include <string>
 
@@ -184,6 +185,18 @@ SampleOut decodeOut(const uint32_t* row44) {
     o.top.push_back({static_cast<int32_t>(row44[3 + 2 * j]), std::bit_cast<float>(row44[4 + 2 * j])});
   o.finish = static_cast<SampleFinish>(row44[43]);
   return o;
+}
+
+uint32_t sampleWorkgroupSize(const DeviceInfo& d) {
+  if (const char* e = std::getenv("EWGPU_SAMPLE_WG")) return (uint32_t)std::strtoul(e, nullptr, 10);  // A/B runs
+  if (d.cpuAdapter()) return 256;
+  for (uint32_t wg : {1024u, 512u}) {
+    // sample.wgsl's workgroup memory: 8 histogram copies of 256 bins, the combined histogram, 16 chunk sums, the
+    // 72-word state, 16 bytes of reduction slots per thread and 16 per group of 16 threads.
+    const uint32_t bytes = 8 * 256 * 4 + 256 * 4 + 16 * 4 + 72 * 4 + wg * 16 + wg / 16 * 16;
+    if (wg <= d.max_compute_invocations_per_workgroup && bytes <= d.max_compute_workgroup_storage_size) return wg;
+  }
+  return 256;
 }
 
 uint32_t sampleOrderKey(float x) {

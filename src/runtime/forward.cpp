@@ -1,5 +1,6 @@
 #include "runtime/forward.h"
 
+#include "kernels/sampling.h"
 #include "model/reference_ops.h"
 
 #include <algorithm>
@@ -225,7 +226,8 @@ Status Forward::createDecodeOps() {
   EWGPU_ASSIGN(plm_head_, kernels::GemvOp::create(ctx_, model_.logitsMatrix().view(), plast_, plogits_,
                                                   gemvCfg({Epilogue::kStore, 1, &model_.final_norm, c.rms_eps})));
   for (int pass = 0; pass < 2; ++pass) {
-    gpu::Constants sk{{"V", c.vocab}, {"KMAX", pass ? 1 : opts_.max_steps}, {"ADVANCE_POS", pass ? 0 : 1}};
+    gpu::Constants sk{{"V", c.vocab}, {"KMAX", pass ? 1 : opts_.max_steps}, {"ADVANCE_POS", pass ? 0 : 1},
+                      {"WG", sampleWorkgroupSize(ctx_.info())}};
     auto k = ctx_.kernel("sample", sk);
     if (!k) return std::move(k).error();
     auto bg = pass ? ctx_.bindGroup(**k, {{&plogits_}, {&pparams_}, {&counts_}, {&prows_}, {&pout_}})

@@ -79,7 +79,9 @@ Rig makeRig(uint32_t B, uint32_t V, uint32_t K, bool advance = true, gpu::Consta
   r.counts = makeBuffer(ctx, size_t(B) * V * 4, "counts");
   r.rows = makeBuffer(ctx, size_t(B) * kSampleRowWords * 4, "rows");
   r.out = makeBuffer(ctx, size_t(B) * kKmax * kSampleOutWords * 4, "out");
-  gpu::Constants constants{{"V", V}, {"KMAX", kKmax}, {"ADVANCE_POS", advance ? 1 : 0}, {"WRITE_STATS", 1}};
+  // The production workgroup size for this device (1024 on large GPUs, 256 on SwiftShader) unless `extra` sets one.
+  gpu::Constants constants{{"V", V}, {"KMAX", kKmax}, {"ADVANCE_POS", advance ? 1 : 0}, {"WRITE_STATS", 1},
+                           {"WG", sampleWorkgroupSize(ctx.info())}};
   // SwiftShader's compile time grows with the histogram's workgroup memory (~1 s for the default 8 copies), so
   // the small-vocabulary specialisations use 2 copies; the 151936 ones keep the production default.
   if (V != kQwenVocab) constants["HIST_COPIES"] = 2;
