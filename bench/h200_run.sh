@@ -17,10 +17,14 @@ TOK=tests/fixtures/qwen3_tiny/q4f16_1/tokenizer.json
 $B/ewgpu probe | tee "$OUT/probe.txt"
 [ -n "${SKIP_TESTS:-}" ] || $B/tests/runtime/fixture_test 2>&1 | grep -E "fixture \]|PASSED|FAILED" | tee "$OUT/fixture_test.txt"
 # FORWARD_TEST=1: the GPU-vs-CPU-reference forward tests and the generator tests too (carry
-# build-h200/tests/runtime/forward_test and generator_test).
+# build-h200/tests/runtime/forward_test and generator_test), and the GEMV and sampling kernel tests where carried
+# (build-h200/tests/kernels/gemv_test, sample_test: they run the GPU's own defaults, e.g. int8 x̂ and 1024 sampling
+# threads, which SwiftShader does not).
 if [ -n "${FORWARD_TEST:-}" ]; then
-  for t in forward_test generator_test; do
-    $B/tests/runtime/$t 2>&1 | grep -E "^\[ +(OK|FAILED|PASSED|SKIPPED) |Failure|Expected|Which is" | tee "$OUT/$t.txt"
+  for t in runtime/forward_test runtime/generator_test kernels/gemv_test kernels/sample_test; do
+    [ -x "$B/tests/$t" ] || continue
+    $B/tests/$t 2>&1 | grep -E "^\[ +(OK|FAILED|PASSED|SKIPPED) |Failure|Expected|Which is|\[ (q8|sample) \]" |
+      tee "$OUT/$(basename $t).txt"
   done
 fi
 $B/ewgpu run tests/fixtures/qwen3_5_tiny/q4f16_1 "Hello" --chat --max-tokens 16 --temperature 0 2>&1 | tail -2 | tee "$OUT/run_tiny.txt"
