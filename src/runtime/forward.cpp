@@ -246,14 +246,11 @@ Status Forward::createDecodeOps() {
     combine_ = *k;
     combine_bg_ = std::move(*bg);
   }
-  // Dispatches per decode step (for benchmarks).
-  uint32_t n = (uint32_t)embed_.size() + lm_head_.dispatches() + 1;
-  for (const auto& L : layers_) {
-    n += L.up.dispatches() + L.down.dispatches();
-    if (L.full) n += L.attn->qkv.dispatches() + (attn_split_ > 1 ? 2 : 1) + L.attn->o.dispatches();
-    else n += L.gdn->in.dispatches() + L.gdn->conv.dispatchCount() + 1 + L.gdn->out.dispatches();
-  }
-  stats_.decode_dispatches = n;
+  // Dispatches per decode step (for benchmarks), counted by recording one step that is never submitted (cap 0:
+  // no flush on the way).
+  gpu::Recorder counter(ctx_, 0);
+  recordDecodeStep(counter);
+  stats_.decode_dispatches = (uint32_t)counter.stats().dispatches;
   return {};
 }
 
