@@ -32,10 +32,11 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
   }
   const uint32_t groups_k = w.K / 32;
   const uint32_t digits = act == Activations::kInt16 ? 2 : 1;
-  // int8 / int16 x̂: the staged fast path (q4, one activation row, 4 or 8 rows per thread group, whole groups) on a
-  // device with the packed dot product.
-  bool q8 = act != Activations::kF32 && q4 && cfg.batch == 1 && (rpt == 4 || rpt == 8) && w.K % 32 == 0 &&
-            d.packed_dot4;
+  // The kernel's staged fast path (x in workgroup memory, f32 or int8): q4, one activation row, 4 or 8 rows per
+  // thread group, whole groups.
+  const bool staged = q4 && cfg.batch == 1 && (rpt == 4 || rpt == 8) && w.K % 32 == 0;
+  // int8 / int16 x̂ takes it on a device with the packed dot product.
+  bool q8 = act != Activations::kF32 && staged && d.packed_dot4;
   // Threads per row: a subgroup's worth where shuffles can reduce it, else 32 through workgroup memory
   // (SwiftShader's subgroups are 4 wide). With int8 x̂, 8: a workgroup then holds 32 thread groups, so the
   // quantizing prologue serves 2-4x the rows (H200, lm_head: 59 µs at TPR 32, 51 at 16, 46 at 8, 70 at 4).
@@ -45,9 +46,10 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
     if (q8 && d.subgroups && d.subgroup_min_size >= 8) tpr = 8;
   }
   bool sg = d.subgroups && tpr <= d.subgroup_min_size;
-  // The workgroup memory must hold K bytes + 4 per group per digit, 4 per group (+ red, rinv, part).
-  q8 = q8 && digits * (w.K + groups_k * 4) + groups_k * 4 + 1024 + 96 + (256 / tpr) * 128 <=
-                 d.max_compute_workgroup_storage_size;
+  // Workgroup memory besides the staged x: red, rinv, part.
+  const uint32_t other_wg_bytes = 1024 + 96 + (256 / tpr) * 128;
+  // int8 x̂ needs K bytes + 4 per group per digit, and 4 per group.
+  q8 = q8 && digits * (w.K + groups_k * 4) + groups_k * 4 + other_wg_bytes <= d.max_compute_workgroup_storage_size;
   // K split across thread groups when there are few rows: more warps in flight for small matrices (an o_proj
   // of 2048 rows would otherwise fill a fraction of a large GPU). Power of two ≤ 8 dividing the groups.
   uint32_t ksplit = cfg.ksplit ? cfg.ksplit : knob("EWGPU_GEMV_KSPLIT");
@@ -62,14 +64,13 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
              (!q8 || 256 / tpr / (ksplit * 2) * rpt >= 16))
         ksplit *= 2;
   }
-  // x staged in workgroup memory (q4, one activation row, whole groups, 4 or 8 rows per group): on where the
-  // workgroup memory holds it; EWGPU_GEMV_XSH=0 turns it off.
+  // f32 x staged in workgroup memory (the staged path) where the workgroup memory holds it; EWGPU_GEMV_XSH=0 turns
+  // it off.
   const uint32_t xsh_len = w.K / 4 + w.K / 32;
   // Staging reads K floats per workgroup: worth it where a workgroup has ≥ 16 rows (x then costs ≤ 1/2 of the
   // weight bytes; down_proj with K split 8 ways, 4 rows a workgroup, ran 15.1 µs staged and 10.6 µs not).
   const uint32_t rows_per_wg = 256 / tpr / ksplit * rpt;
-  bool xsh = q4 && cfg.batch == 1 && (rpt == 4 || rpt == 8) && w.K % 32 == 0 && rows_per_wg >= 16 &&
-             xsh_len * 16 + 1024 + 96 + (256 / tpr) * 128 <= d.max_compute_workgroup_storage_size;  // + red, rinv, part
+  bool xsh = staged && rows_per_wg >= 16 && xsh_len * 16 + other_wg_bytes <= d.max_compute_workgroup_storage_size;
   if (const char* e = std::getenv("EWGPU_GEMV_XSH")) xsh = xsh && std::string(e) == "1";
   if (q8) xsh = false;  // the int8 staging replaces the f32 one
   const uint32_t y_stride = cfg.y_stride ? cfg.y_stride : out_w;
