@@ -49,10 +49,8 @@ std::vector<std::string> positionals(const Args& a, const std::vector<std::strin
 
 Result<kernels::Activations> activationsFlag(const Args& a) {
   auto v = flagValue(a, "--activations");
-  if (!v || *v == "auto") return kernels::Activations::kAuto;
-  if (*v == "f32") return kernels::Activations::kF32;
-  if (*v == "int8") return kernels::Activations::kInt8;
-  if (*v == "int16") return kernels::Activations::kInt16;
+  if (!v) return kernels::Activations::kAuto;
+  if (auto act = kernels::activationsFromName(*v)) return *act;
   return makeError(ErrorCode::kBadRequest, "--activations takes auto, f32, int8 or int16", {{"value", *v}});
 }
 

@@ -5,6 +5,23 @@
 
 namespace ewgpu::kernels {
 
+namespace {
+constexpr std::pair<Activations, std::string_view> kActivationNames[] = {
+    {Activations::kAuto, "auto"}, {Activations::kF32, "f32"}, {Activations::kInt8, "int8"}, {Activations::kInt16, "int16"}};
+}  // namespace
+
+std::string_view activationsName(Activations a) {
+  for (const auto& [v, n] : kActivationNames)
+    if (v == a) return n;
+  return "?";
+}
+
+std::optional<Activations> activationsFromName(std::string_view name) {
+  for (const auto& [v, n] : kActivationNames)
+    if (n == name) return v;
+  return std::nullopt;
+}
+
 Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x, const gpu::Buffer& y,
                               const GemvConfig& cfg) {
   if (cfg.batch < 1 || cfg.batch > 8)

@@ -7,6 +7,9 @@
 #include "gpu/recorder.h"
 #include "kernels/linear.h"
 
+#include <optional>
+#include <string_view>
+
 namespace ewgpu::kernels {
 
 // Precision of x in a q4 GEMV. kInt8: x̂ quantized to int8 per 32-element group (step max|x̂| / 127) and
@@ -16,6 +19,9 @@ namespace ewgpu::kernels {
 // single-row staged fast path does (q4 formats, batch 1); elsewhere x stays f32. kAuto: kInt16 on GPU adapters with
 // WGSL's packed dot product, f32 on CPU adapters; EWGPU_GEMV_Q8=0 / 1 / 2 (f32 / int8 / int16) overrides kAuto.
 enum class Activations { kAuto, kF32, kInt8, kInt16 };
+// "auto", "f32", "int8", "int16" (the CLI's --activations values) and back; nullopt for any other name.
+std::string_view activationsName(Activations a);
+std::optional<Activations> activationsFromName(std::string_view name);
 
 struct GemvConfig {
   Epilogue epi = Epilogue::kStore;

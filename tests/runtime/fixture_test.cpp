@@ -82,8 +82,9 @@ void checkFixture(const std::string& name, kernels::Activations act, double rel_
     worst = std::max(worst, e);
     EXPECT_LT(e, tol) << "decode step " << i;
   }
-  std::printf("[ fixture ] %s%s: max |Δlogit| %.3g (max |logit| %.3g, tolerance %.3g)\n", name.c_str(),
-              act == kernels::Activations::kInt16 ? " int16 x" : act == kernels::Activations::kInt8 ? " int8 x" : "", worst, ref["max_abs_logit"].get<double>(), tol);
+  const std::string x = act == kernels::Activations::kF32 ? "" : " " + std::string(kernels::activationsName(act)) + " x";
+  std::printf("[ fixture ] %s%s: max |Δlogit| %.3g (max |logit| %.3g, tolerance %.3g)\n", name.c_str(), x.c_str(),
+              worst, ref["max_abs_logit"].get<double>(), tol);
 }
 
 // f32 GPU vs f32 transformers.

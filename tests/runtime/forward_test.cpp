@@ -79,9 +79,8 @@ void checkLogits(const Param& p, kernels::Activations act, double tol) {
   for (size_t i = 0; i + 1 < got_tokens.size(); ++i) dec = ref->forward(std::span<const int32_t>(&got_tokens[i], 1));
   double ed = normErr(readFloats(eng.fwd->logits(), V), dec);
   EXPECT_LT(ed, tol) << "decode logits after 5 steps";
-  std::printf("[ logits ] %s %s: prefill %.2e, decode %.2e of max |logit|\n", std::string(archName(p.arch)).c_str(),
-              act == kernels::Activations::kInt16 ? "int16 x" : act == kernels::Activations::kInt8 ? "int8 x" : "f32 x",
-              e, ed);
+  std::printf("[ logits ] %s %s x: prefill %.2e, decode %.2e of max |logit|\n", std::string(archName(p.arch)).c_str(),
+              std::string(kernels::activationsName(act)).c_str(), e, ed);
 }
 
 TEST_P(ForwardVsReference, PrefillAndDecodeLogitsMatch) {
