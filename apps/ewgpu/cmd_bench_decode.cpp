@@ -33,7 +33,7 @@ struct Setup {
 
 Result<Setup> setup(const Args& args, uint32_t max_steps, uint32_t context) {
   auto pos = positionals(args, {"--steps", "--tokens", "--lengths", "--adapter", "--context", "--prompt-tokens",
-                                "--profile-repeat", "--activations", "--temperature", "--top-p", "--top-k"});
+                                "--profile-repeat", "--activations", "--temperature", "--top-p", "--top-k", "--seed"});
   if (pos.empty()) return makeError(ErrorCode::kBadRequest, "usage: ewgpu bench decode|prefill MODEL_DIR ...");
   LocalEngineOptions lo;
   if (auto a = flagValue(args, "--adapter")) lo.gpu.adapter = *a;
@@ -142,9 +142,8 @@ int runBenchDecode(const Args& args) {
   uint32_t prompt_tokens = (uint32_t)std::stoul(flagValue(args, "--prompt-tokens").value_or("16"));
   // Greedy unless --temperature / --top-p / --top-k say otherwise (sampling costs differ: docs/benchmarks.md).
   SamplingParams sampling;
-  sampling.temperature = std::stof(flagValue(args, "--temperature").value_or("0"));
-  sampling.top_p = std::stof(flagValue(args, "--top-p").value_or("1"));
-  sampling.top_k = (uint32_t)std::stoul(flagValue(args, "--top-k").value_or("0"));
+  sampling.temperature = 0;
+  applySamplingFlags(args, sampling);
   uint32_t maxk = *std::max_element(ks.begin(), ks.end());
   auto s = setup(args, maxk, (uint32_t)std::stoul(flagValue(args, "--context").value_or("1024")));
   if (!s) return reportError(s.error(), json);
@@ -228,7 +227,7 @@ int runBenchPrefill(const Args& args) {
   return 0;
 }
 
-Registration reg_decode{{"bench decode", "bench decode MODEL [--steps 1,2,4,8,16,32] [--tokens N] [--profile [--profile-repeat 20]] [--temperature T --top-p P --top-k K] [--activations auto|f32|int8|int16] [--json]",
+Registration reg_decode{{"bench decode", "bench decode MODEL [--steps 1,2,4,8,16,32] [--tokens N] [--profile [--profile-repeat 20]] [--temperature T --top-p P --top-k K --seed S] [--activations auto|f32|int8|int16] [--json]",
                          "decode tok/s per K against the bytes/bandwidth + dispatch floor", runBenchDecode}};
 Registration reg_prefill{{"bench prefill", "bench prefill MODEL [--lengths 128,512] [--json]",
                           "prefill tok/s and achieved FLOP rate per prompt length", runBenchPrefill}};

@@ -73,10 +73,7 @@ int runRun(const Args& args) {
   req.sampling.max_tokens = 128;
   if (e.conv) req.stop_strings = e.conv->stopStrings();
   if (auto v = flagValue(args, "--max-tokens")) req.sampling.max_tokens = (uint32_t)std::stoul(*v);
-  if (auto v = flagValue(args, "--temperature")) req.sampling.temperature = std::stof(*v);
-  if (auto v = flagValue(args, "--top-p")) req.sampling.top_p = std::stof(*v);
-  if (auto v = flagValue(args, "--top-k")) req.sampling.top_k = (uint32_t)std::stoul(*v);
-  if (auto v = flagValue(args, "--seed")) req.sampling.seed = std::stoull(*v);
+  applySamplingFlags(args, req.sampling);
   if (auto v = flagValue(args, "--stop")) req.stop_strings.push_back(*v);
   uint32_t steps = 16;
   if (auto v = flagValue(args, "--steps")) steps = (uint32_t)std::stoul(*v);

@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "kernels/gemv_op.h"
+#include "kernels/sampling.h"
 
 #include <functional>
 #include <optional>
@@ -37,6 +38,9 @@ std::vector<std::string> positionals(const Args& a, const std::vector<std::strin
 
 // --activations auto|f32|int8|int16 (the q4 decode GEMVs' x precision, kernels::Activations); kAuto when absent.
 Result<kernels::Activations> activationsFlag(const Args& a);
+
+// --temperature, --top-p, --top-k, --seed, where given, override those fields of `p`.
+void applySamplingFlags(const Args& a, SamplingParams& p);
 
 // Prints an Error as "error: CODE: message" (or as JSON with --json) on stderr and returns its exit code (1).
 int reportError(const Error& e, bool json);

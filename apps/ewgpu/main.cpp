@@ -54,6 +54,13 @@ Result<kernels::Activations> activationsFlag(const Args& a) {
   return makeError(ErrorCode::kBadRequest, "--activations takes auto, f32, int8 or int16", {{"value", *v}});
 }
 
+void applySamplingFlags(const Args& a, SamplingParams& p) {
+  if (auto v = flagValue(a, "--temperature")) p.temperature = std::stof(*v);
+  if (auto v = flagValue(a, "--top-p")) p.top_p = std::stof(*v);
+  if (auto v = flagValue(a, "--top-k")) p.top_k = (uint32_t)std::stoul(*v);
+  if (auto v = flagValue(a, "--seed")) p.seed = std::stoull(*v);
+}
+
 int reportError(const Error& e, bool json) {
   if (json)
     std::cerr << nlohmann::json{{"error", e.toJson()}}.dump() << "\n";
