@@ -24,6 +24,9 @@ kernels::GdnDims gdnDims(const ModelConfig& c) {
   return d;
 }
 
+// embed.wgsl's grid y for one row: a workgroup of 64 threads writes 512 elements.
+uint32_t embedGroupsPerRow(const ModelConfig& c) { return (c.hidden + 511) / 512; }
+
 uint32_t attnWidth(const ModelConfig& c) {
   return ((c.arch == Arch::kQwen3_5 ? 2u : 1u) * c.n_heads + 2u * c.n_kv_heads) * c.head_dim;
 }
@@ -292,7 +295,7 @@ Status Forward::createPrefillOps() {
 void Forward::recordDecodeStep(gpu::Recorder& rec) const {
   const ModelConfig& c = model_.config;
   const uint32_t B = opts_.max_batch;
-  for (const auto& [k, bg] : embed_) rec.dispatch(*k, bg, B, (c.hidden + 511) / 512);
+  for (const auto& [k, bg] : embed_) rec.dispatch(*k, bg, B, embedGroupsPerRow(c));
   for (const auto& L : layers_) {
     if (L.full) {
       const AttnOps& a = *L.attn;
@@ -326,7 +329,7 @@ void Forward::recordResetSlot(gpu::Recorder& rec, uint32_t slot) const {
 
 void Forward::recordPrefillChunk(gpu::Recorder& rec, uint32_t tokens, bool last, uint32_t decode_row) const {
   const ModelConfig& c = model_.config;
-  for (const auto& [k, bg] : pembed_) rec.dispatch(*k, bg, tokens, (c.hidden + 511) / 512);
+  for (const auto& [k, bg] : pembed_) rec.dispatch(*k, bg, tokens, embedGroupsPerRow(c));
   for (const auto& L : layers_) {
     if (L.full) {
       const AttnOps& a = *L.attn;
