@@ -33,6 +33,10 @@ Result<std::unique_ptr<ModelStore>> ModelStore::open(StoreOptions opts) {
   s->opts_ = std::move(opts);
   EWGPU_TRY(makeDirTree(s->cache_dir_ + "/models"));
   EWGPU_TRY(makeDirTree(s->cache_dir_ + "/locks"));
+  // Switching a new database to WAL takes an exclusive lock, and SQLite answers a second process doing the
+  // same with SQLITE_BUSY at once (no busy handler): processes opening one cache together take turns here.
+  auto open_lock = FileLock::acquire(s->cache_dir_ + "/locks/registry.lock");
+  if (!open_lock) return std::move(open_lock).error();
   auto reg = Registry::open(s->cache_dir_ + "/registry.sqlite");
   if (!reg) return std::move(reg).error();
   s->registry_ = std::move(*reg);

@@ -11,6 +11,7 @@
 //   <cache>/models/<folder>/           one folder per model, named by modelFolderName(id)
 //   <cache>/models/<folder>/<f>.part   a partial download, resumed with an HTTP Range request
 //   <cache>/locks/<folder>.lock        flock held while a model's files change (pull, add, evict, remove)
+//   <cache>/locks/registry.lock        flock held while a process opens the registry
 //
 // Thread-safety: one ModelStore may be used from several threads; several processes may share a cache.
 #pragma once

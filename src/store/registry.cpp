@@ -87,7 +87,9 @@ Status Registry::exec(const char* sql) {
   char* err = nullptr;
   if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
     sqlite3_free(err);
-    return dbError(std::string("exec"));
+    Error e = dbError(std::string("exec"));
+    e.detail["sql"] = std::string(sql).substr(0, 80);
+    return e;
   }
   return {};
 }

@@ -238,8 +238,12 @@ TEST_F(StoreDownload, ConcurrentPullsInProcessesAgree) {
     pid_t pid = ::fork();
     if (pid == 0) {
       auto s = ModelStore::open(opts());
-      bool ok = s.ok() && (*s)->pull(url).ok();
-      ::_exit(ok ? 0 : 1);
+      Status st = s.ok() ? Status() : Status(s.error());
+      if (st.ok())
+        if (auto rec = (*s)->pull(url); !rec.ok()) st = rec.error();
+      if (!st.ok())  // the parent sees only the exit status: say why here
+        std::fprintf(stderr, "child %d: %s\n", (int)::getpid(), st.error().toJson().dump().c_str());
+      ::_exit(st.ok() ? 0 : 1);
     }
     pids.push_back(pid);
   }

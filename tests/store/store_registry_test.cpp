@@ -184,5 +184,42 @@ TEST(StoreRegistry, SurvivesAProcessKilledMidWrite) {
   }
 }
 
+
+// Every process opening a new cache at the same moment gets a working store. The first open of a database
+// switches it to WAL, and SQLite refuses a second process doing that at once with SQLITE_BUSY, bypassing the busy
+// timeout (CI saw one of three concurrent pulls fail so before ModelStore::open took turns under a lock).
+TEST(StoreRegistry, ProcessesOpeningANewCacheTogetherAllSucceed) {
+  for (int round = 0; round < 5; ++round) {
+    TempDir t;
+    const int kProcs = 6;
+    int go[2];
+    ASSERT_EQ(::pipe(go), 0);
+    std::vector<pid_t> pids;
+    for (int i = 0; i < kProcs; ++i) {
+      pid_t pid = ::fork();
+      if (pid == 0) {
+        ::close(go[1]);
+        char c;
+        if (::read(go[0], &c, 1) != 0) ::_exit(5);  // wait for the parent to close the pipe: all start together
+        auto s = ModelStore::open(testStoreOptions(t.path + "/cache"));
+        if (!s) {
+          std::fprintf(stderr, "open: %s\n", s.error().toString().c_str());
+          ::_exit(1);
+        }
+        auto all = (*s)->list();
+        ::_exit(all.ok() ? 0 : 2);
+      }
+      pids.push_back(pid);
+    }
+    ::close(go[0]);
+    ::close(go[1]);
+    for (pid_t p : pids) {
+      int status = 0;
+      ::waitpid(p, &status, 0);
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "round " << round << " status " << status;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ewgpu::test
