@@ -199,6 +199,11 @@ uint32_t sampleWorkgroupSize(const DeviceInfo& d) {
   return 256;
 }
 
+uint32_t sampleUnroll() {
+  if (const char* e = std::getenv("EWGPU_SAMPLE_UNROLL")) return std::clamp<uint32_t>(std::atoi(e), 1, 8);
+  return 8;
+}
+
 uint32_t sampleOrderKey(float x) {
   const uint32_t u = std::bit_cast<uint32_t>(x);
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);

@@ -106,6 +106,11 @@ SampleReference sampleReferenceFull(std::span<const float> logits, const Samplin
 // 1.04 ms per top-p step.
 uint32_t sampleWorkgroupSize(const DeviceInfo& d);
 
+// Logits each invocation loads at once in the kernel's full-row loops (its UNROLL). One load at a time leaves
+// each invocation waiting out a memory round trip per element; 8 at once also made SwiftShader 1.6-1.8x faster
+// at V = 151936 (4 was between). EWGPU_SAMPLE_UNROLL overrides (1..8) for A/B runs.
+uint32_t sampleUnroll();
+
 // Exposed for tests: the order-preserving key of a float, and the Exp(1) draw of token i at (seed, generated).
 uint32_t sampleOrderKey(float x);
 double sampleExpDraw(uint64_t seed, uint32_t generated, uint32_t token);

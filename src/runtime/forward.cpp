@@ -230,7 +230,7 @@ Status Forward::createDecodeOps() {
                                                   gemvCfg({Epilogue::kStore, 1, &model_.final_norm, c.rms_eps})));
   for (int pass = 0; pass < 2; ++pass) {
     gpu::Constants sk{{"V", c.vocab}, {"KMAX", pass ? 1 : opts_.max_steps}, {"ADVANCE_POS", pass ? 0 : 1},
-                      {"WG", sampleWorkgroupSize(ctx_.info())}};
+                      {"WG", sampleWorkgroupSize(ctx_.info())}, {"UNROLL", sampleUnroll()}};
     auto k = ctx_.kernel("sample", sk);
     if (!k) return std::move(k).error();
     auto bg = pass ? ctx_.bindGroup(**k, {{&plogits_}, {&pparams_}, {&counts_}, {&prows_}, {&pout_}})

@@ -79,9 +79,10 @@ Rig makeRig(uint32_t B, uint32_t V, uint32_t K, bool advance = true, gpu::Consta
   r.counts = makeBuffer(ctx, size_t(B) * V * 4, "counts");
   r.rows = makeBuffer(ctx, size_t(B) * kSampleRowWords * 4, "rows");
   r.out = makeBuffer(ctx, size_t(B) * kKmax * kSampleOutWords * 4, "out");
-  // The production workgroup size for this device (1024 on large GPUs, 256 on SwiftShader) unless `extra` sets one.
+  // The production workgroup size for this device (1024 on large GPUs, 256 on SwiftShader) and unroll, unless
+  // `extra` sets them.
   gpu::Constants constants{{"V", V}, {"KMAX", kKmax}, {"ADVANCE_POS", advance ? 1 : 0}, {"WRITE_STATS", 1},
-                           {"WG", sampleWorkgroupSize(ctx.info())}};
+                           {"WG", sampleWorkgroupSize(ctx.info())}, {"UNROLL", sampleUnroll()}};
   // SwiftShader's compile time grows with the histogram's workgroup memory (~1 s for the default 8 copies), so
   // the small-vocabulary specialisations use 2 copies; the 151936 ones keep the production default.
   if (V != kQwenVocab) constants["HIST_COPIES"] = 2;
@@ -563,6 +564,27 @@ TEST(SampleKernel, TopNBreaksTiesByLowestId) {
   EXPECT_EQ(top[0].id, 250);
   EXPECT_EQ(top[3].id, 0);
   EXPECT_EQ(top[19].id, 17);  // 0..17 without 5
+}
+
+// The full-row loops load UNROLL logits per invocation at once (8 in production, which every other test uses).
+// Other depths visit the same tokens in other groupings, with tails of different lengths (V = 1003 with 256
+// invocations: 3 leaves a tail of 235, 1 none past the first round): greedy with top-n logprobs, penalties,
+// temperature with top-k and top-p all still match the reference.
+TEST(SampleKernel, EveryUnrollDepthMatchesTheReference) {
+  for (uint32_t unroll : {1u, 3u}) {
+    for (uint32_t V : {kSmallVocab, kQwenVocab}) {
+      SCOPED_TRACE("UNROLL=" + std::to_string(unroll) + " V=" + std::to_string(V));
+      std::mt19937 rng(V + unroll);
+      Rig r = makeRig(3, V, 2, true, {{"UNROLL", unroll}});
+      r.step_logits = randomLogits(rng, size_t(2) * 3 * V, 2.0f);
+      std::vector<SamplingParams> p(3);
+      p[0].temperature = 0, p[0].logprobs = true, p[0].n_logprobs = 20;
+      p[1].temperature = 0.8f, p[1].repetition_penalty = 1.3f, p[1].frequency_penalty = 0.4f, p[1].seed = rng();
+      p[2].temperature = 1.2f, p[2].top_k = 40, p[2].top_p = 0.7f, p[2].seed = rng(), p[2].logprobs = true;
+      for (uint32_t i = 0; i < V; i += 5) r.counts_host[size_t(1) * V + i] = kCountPromptBit | (i % 3);
+      runAndCompare(r, p, {freshRow(0, 0), freshRow(1, 4), freshRow(2, 9)}, 2);
+    }
+  }
 }
 
 // Cost of one step at V = 151936 (a printout, not an assertion): kKmax steps in one submission, wall clock per
