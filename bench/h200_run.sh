@@ -44,6 +44,15 @@ for shape in ${SHAPES:-llama-3.2-1b qwen3-0.6b qwen2.5-1.5b qwen3.5-2b}; do
     tail -c 2000 | tee "$OUT/run-$shape.txt"
   rm -rf /tmp/m-$shape
 done
+# SAMPLE_BENCH=1: the sampling kernel's cost per step at V = 151936 (carry build-h200/tests/kernels/sample_test), at
+# the defaults and once per VARIANTS set.
+if [ -n "${SAMPLE_BENCH:-}" ]; then
+  for v in "" ${VARIANTS:-}; do
+    echo "== variant ${v:-default}" | tee -a "$OUT/sample_bench.txt"
+    env $(echo "$v" | tr ',' ' ') $B/tests/kernels/sample_test --gtest_filter=SampleKernel.ReportsDispatchCost 2>&1 |
+      grep "sample \]" | tee -a "$OUT/sample_bench.txt"
+  done
+fi
 if [ -n "${KERNEL_BENCH:-}" ]; then
   EWGPU_GEMM_BENCH=1 $B/tests/kernels/gemm_test --gtest_filter='GemmBench.*' 2>&1 | tail -30 | tee "$OUT/gemm_bench.txt"
   $B/tests/kernels/gdn_bench --tokens 64,512 2>&1 | tail -30 | tee "$OUT/gdn_bench.txt"
