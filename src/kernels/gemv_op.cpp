@@ -37,7 +37,7 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
   // Rows per thread group: each x value loaded from cache serves RPT weight rows (f32 x is 8x the bytes of
   // q4 weights, so without reuse the kernel is bound by cache bandwidth, not memory). 8 on CPU adapters, where
   // SwiftShader pays per invocation and per staged-x load more than per weight row: the Qwen3-0.6B shape decoded
-  // at 1.62-2.31 s per token with 8 against 2.52-2.72 with 4 (alternating runs on the 2-core VM).
+  // at 1.73 / 1.89 s per token with 8 against 2.87 / 2.57 with 4 (alternating runs on the 2-core VM).
   uint32_t rpt = cfg.rpt ? cfg.rpt : knob("EWGPU_GEMV_RPT");
   if (!rpt) rpt = std::max<uint32_t>(1, (d.cpuAdapter() ? 8u : 4u) / cfg.batch);
   if (2 * rpt * cfg.batch > 32) rpt = std::max<uint32_t>(1, 16 / cfg.batch);
