@@ -276,11 +276,8 @@ fn radix_select(mode: u32, target_in: u32, tid: u32) -> u32 {
     let mask = ~(0xFFFFFFFFu >> (8u * step));  // digits already decided
     for (var i0 = tid; i0 < V; i0 += UNROLL * WG) {
       var xs = load_row(i0);
-      for (var u = 0u; u < UNROLL; u++) {
+      for (var u = 0u; u < UNROLL && i0 + u * WG < V; u++) {
         let i = i0 + u * WG;
-        if (i >= V) {
-          break;
-        }
         let x = xs[u];
         let k = key_of(x);
         if ((k & mask) != prefix) {
@@ -357,11 +354,8 @@ fn collect_top(n: u32, tn: u32, tid: u32) {
   workgroupBarrier();
   for (var i0 = tid; i0 < V; i0 += UNROLL * WG) {
     var xs = load_row(i0);
-    for (var u = 0u; u < UNROLL; u++) {
+    for (var u = 0u; u < UNROLL && i0 + u * WG < V; u++) {
       let i = i0 + u * WG;
-      if (i >= V) {
-        break;
-      }
       let k = key_of(xs[u]);
       if (k > tn) {
         let s = atomicAdd(&n_above, 1u);
@@ -461,11 +455,8 @@ fn apply_penalties(st: array<u32, 72>, slot: u32, tid: u32) {
       for (var u = 0u; u < UNROLL; u++) {
         cs[u] = counts[slot * V + min(i0 + u * WG, V - 1u)];
       }
-      for (var u = 0u; u < UNROLL; u++) {
+      for (var u = 0u; u < UNROLL && i0 + u * WG < V; u++) {
         let i = i0 + u * WG;
-        if (i >= V) {
-          break;
-        }
         let c = cs[u];
         if (c == 0u) {
           continue;
@@ -539,11 +530,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   var bi = NONE;
   for (var i0 = tid; i0 < V; i0 += UNROLL * WG) {
     var xs = load_row(i0);
-    for (var u = 0u; u < UNROLL; u++) {
+    for (var u = 0u; u < UNROLL && i0 + u * WG < V; u++) {
       let i = i0 + u * WG;
-      if (i >= V) {
-        break;
-      }
       let k = key_of(xs[u]);
       if (k > bk) {
         bk = k;
@@ -577,11 +565,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var z1 = 0.0;
     for (var i0 = tid; i0 < V; i0 += UNROLL * WG) {
       var xs = load_row(i0);
-      for (var u = 0u; u < UNROLL; u++) {
+      for (var u = 0u; u < UNROLL && i0 + u * WG < V; u++) {
         let i = i0 + u * WG;
-        if (i >= V) {
-          break;
-        }
         let x = xs[u];
         let d = x - g_m;
         if (use_top_p && key_of(x) >= g_tk) {
@@ -613,11 +598,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var cnt = 0u;
     for (var i0 = tid; i0 < V; i0 += UNROLL * WG) {
       var xs = load_row(i0);
-      for (var u = 0u; u < UNROLL; u++) {
+      for (var u = 0u; u < UNROLL && i0 + u * WG < V; u++) {
         let i = i0 + u * WG;
-        if (i >= V) {
-          break;
-        }
         let x = xs[u];
         if (key_of(x) < t_surv) {
           continue;

@@ -567,9 +567,9 @@ TEST(SampleKernel, TopNBreaksTiesByLowestId) {
 }
 
 // The full-row loops load UNROLL logits per invocation at once (8 in production, which every other test uses).
-// Other depths visit the same tokens in other groupings, with tails of different lengths (V = 1003 with 256
-// invocations: 3 leaves a tail of 235, 1 none past the first round): greedy with top-n logprobs, penalties,
-// temperature with top-k and top-p all still match the reference.
+// Other depths visit the same tokens in other groupings, with last rounds of different lengths (V = 1003 with 256
+// invocations: depth 3 covers 768 tokens a round and ends on 235, depth 1 ends on 235 too after three whole
+// rounds): greedy with top-n logprobs, penalties, temperature with top-k and top-p all still match the reference.
 TEST(SampleKernel, EveryUnrollDepthMatchesTheReference) {
   for (uint32_t unroll : {1u, 3u}) {
     for (uint32_t V : {kSmallVocab, kQwenVocab}) {
