@@ -17,6 +17,9 @@ std::string_view errorCodeName(ErrorCode code) {
     case ErrorCode::kIo: return "IO_ERROR";
     case ErrorCode::kNetwork: return "NETWORK_ERROR";
     case ErrorCode::kCancelled: return "CANCELLED";
+    case ErrorCode::kContextTooLong: return "CONTEXT_TOO_LONG";
+    case ErrorCode::kUnsupported: return "UNSUPPORTED";
+    case ErrorCode::kEngineClosed: return "ENGINE_CLOSED";
     case ErrorCode::kInternal: return "INTERNAL";
   }
   return "INTERNAL";
@@ -28,7 +31,7 @@ std::string Error::toString() const {
   s += message;
   if (!detail.is_null() && !detail.empty()) {
     s += " ";
-    s += detail.dump();
+    s += detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
   return s;
 }

@@ -28,8 +28,19 @@ enum class ErrorCode {
   kIo,                  // file system error (includes disk full; detail says which)
   kNetwork,             // download failed (HTTP status, connection, ...)
   kCancelled,           // the operation was cancelled by its caller
+  kContextTooLong,      // a prompt (plus at least one generated token) does not fit the model's context window
+  kUnsupported,         // a valid request for something this engine does not do (a field, a model kind)
+  kEngineClosed,        // the engine is shutting down or was closed
   kInternal,            // a bug: an invariant did not hold
 };
+
+// Every code, in declaration order (for docs checks and for mapping wire names back).
+inline constexpr ErrorCode kAllErrorCodes[] = {
+    ErrorCode::kNoWebGPU,     ErrorCode::kNoModel,        ErrorCode::kUnknownModel,   ErrorCode::kCacheIncomplete,
+    ErrorCode::kInvalidModelFolder, ErrorCode::kBadRequest, ErrorCode::kGenerationFailed, ErrorCode::kGpu,
+    ErrorCode::kDeviceLost,   ErrorCode::kOutOfMemory,    ErrorCode::kIo,             ErrorCode::kNetwork,
+    ErrorCode::kCancelled,    ErrorCode::kContextTooLong, ErrorCode::kUnsupported,    ErrorCode::kEngineClosed,
+    ErrorCode::kInternal};
 
 // "NO_WEBGPU", "INVALID_MODEL_FOLDER", ...: the wire name of a code.
 std::string_view errorCodeName(ErrorCode code);

@@ -575,6 +575,8 @@ Result<std::unique_ptr<Kernel>> Context::compile(std::string_view name, std::str
 
 
 Result<BindGroup> Context::bindGroup(const Kernel& k, const std::vector<Binding>& bindings) {
+  uint32_t& seen = bindings_per_kernel_[k.name];
+  seen = std::max(seen, (uint32_t)bindings.size());
   std::vector<WGPUBindGroupEntry> entries(bindings.size());
   for (size_t i = 0; i < bindings.size(); ++i) {
     if (!bindings[i].buffer || !bindings[i].buffer->handle())

@@ -133,6 +133,9 @@ class Context {
 
   // A bind group for `k` whose entries are bindings[i] at @binding(i). GPU_ERROR on validation failure.
   Result<BindGroup> bindGroup(const Kernel& k, const std::vector<Binding>& bindings);
+  // The most storage buffers any bind group of each kernel has bound so far (the invariant: at most 8, the
+  // spec's default maxStorageBuffersPerShaderStage; Firefox allows 9). Tests read it after building models.
+  const std::map<std::string, uint32_t>& storageBindingsPerKernel() const { return bindings_per_kernel_; }
 
   // Errors the device reported asynchronously (uncaptured errors, device loss) since the last call.
   // DEVICE_LOST once lost (sticky), GPU_ERROR / OUT_OF_MEMORY for uncaptured errors.
@@ -181,6 +184,7 @@ class Context {
   std::string lost_message_;   // guarded by error_mu_
 
   std::map<std::string, std::unique_ptr<Kernel>> kernels_;  // key: name + constants
+  std::map<std::string, uint32_t> bindings_per_kernel_;
 };
 
 // A tiny preprocessor for kernels: lines `//#if NAME`, `//#else`, `//#endif` keep or drop code depending on

@@ -163,6 +163,10 @@ Status parseRuntime(const FieldReader& f, const nlohmann::json& j, const std::st
   EWGPU_ASSIGN(c.context_window, f.integer("context_window_size", -1));
   EWGPU_ASSIGN(c.prefill_chunk, f.integer("prefill_chunk_size", 0));
   EWGPU_ASSIGN(c.sliding_window, f.integer("sliding_window_size", -1));
+  if (c.context_window <= 0 && c.sliding_window <= 0)
+    return fieldError(file, "context_window_size", "bad_value", "is not positive and there is no sliding_window_size");
+  if (c.context_window == 0 || c.context_window < -1)
+    return fieldError(file, "context_window_size", "bad_value", "must be positive (or -1 with a sliding window)");
   EWGPU_ASSIGN(c.active_vocab, f.integer("active_vocab_size", c.vocab, true));
   FieldReader top(nlohmann::json(), j, file);  // sampling fields are top-level only
   double v;

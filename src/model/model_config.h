@@ -76,6 +76,10 @@ struct ModelConfig {
   int context_window = -1;  // -1 when a sliding window is used instead
   int prefill_chunk = 0;
   int sliding_window = -1;  // -1 = disabled
+  // Positions a sequence may use: context_window_size, or the sliding window when that is -1 (MLC's folders
+  // for sliding-window models; this engine's KV cache is not a ring buffer, so the window bounds a sequence).
+  // parseModelConfig rejects a folder with neither.
+  uint32_t contextLength() const { return (uint32_t)(context_window > 0 ? context_window : sliding_window); }
   int active_vocab = 0;     // logits at index >= this are masked (defaults to vocab)
   float temperature = 1.0f, top_p = 1.0f, presence_penalty = 0.0f, frequency_penalty = 0.0f, repetition_penalty = 1.0f;
   nlohmann::json conv_template;   // object (or a legacy string name)

@@ -41,7 +41,7 @@ Result<std::unique_ptr<Forward>> Forward::create(gpu::Context& ctx, const GpuMod
   if (o.slots < o.max_batch)  // a decode row uses the slot of its index (Generator)
     return makeError(ErrorCode::kBadRequest, "slots must be at least max_batch",
                      {{"slots", o.slots}, {"max_batch", o.max_batch}});
-  f->ctx_len_ = o.context ? o.context : (uint32_t)std::max(c.context_window, 1);
+  f->ctx_len_ = o.context ? o.context : c.contextLength();
   f->chunk_ = o.prefill_chunk ? o.prefill_chunk : (uint32_t)std::clamp(c.prefill_chunk, 16, 1024);
   f->chunk_ = std::min(f->chunk_, f->ctx_len_);
   if (c.hidden % 32 || c.head_dim % 4 || c.head_dim > 256)

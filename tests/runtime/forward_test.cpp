@@ -154,3 +154,26 @@ INSTANTIATE_TEST_SUITE_P(AllArchitectures, ForwardVsReference,
 
 }  // namespace
 }  // namespace ewgpu
+
+namespace ewgpu {
+namespace {
+
+// architecture.md's invariant: no kernel binds more than 8 storage buffers (the WebGPU default limit per stage;
+// Firefox allows 9). Every bind group a Forward creates is counted by the context; build the two graphs that
+// between them use every production kernel (qwen3_5: GDN + gated attention; llama: plain attention, decode
+// split over position ranges) and check each kernel's count.
+TEST(KernelLimits, NoKernelBindsMoreThanEightStorageBuffers) {
+  for (Arch arch : {Arch::kQwen3_5, Arch::kLlama}) {
+    auto eng = testing::loadEngine(testing::tinyFolder(arch, Quant::kQ4F16_1),
+                                   {.max_batch = 2, .slots = 2, .context = 128, .prefill_chunk = 32, .max_steps = 4});
+    ASSERT_TRUE(eng.fwd);
+  }
+  const auto& seen = testing::gpuContext().storageBindingsPerKernel();
+  for (const char* k : {"embed", "rmsnorm", "gemv", "gemm", "attention", "gdn_conv", "gdn_recurrent", "sample"})
+    EXPECT_TRUE(std::any_of(seen.begin(), seen.end(), [&](const auto& kv) { return kv.first.rfind(k, 0) == 0; }))
+        << k << " was not built";
+  for (const auto& [kernel, n] : seen) EXPECT_LE(n, 8u) << kernel;
+}
+
+}  // namespace
+}  // namespace ewgpu

@@ -1,0 +1,338 @@
+#include "runtime/executor.h"
+
+#include <algorithm>
+#include <atomic>
+
+namespace ewgpu {
+namespace {
+
+std::atomic<uint64_t> g_ticket{0};  // process-wide submission order, for drivers with several executors
+
+// Longest suffix of `text` that is a proper prefix of some stop string (held back until it resolves).
+size_t heldSuffix(const std::string& text, const std::vector<std::string>& stops) {
+  size_t best = 0;
+  for (const auto& s : stops)
+    for (size_t n = std::min(text.size(), s.size() - 1); n > best; --n)
+      if (text.compare(text.size() - n, n, s, 0, n) == 0) {
+        best = n;
+        break;
+      }
+  return best;
+}
+
+}  // namespace
+
+Executor::Executor(gpu::Context& ctx, Forward& fwd, const Tokenizer* tok, uint32_t steps)
+    : ctx_(ctx), fwd_(fwd), tok_(tok), steps_(std::clamp<uint32_t>(steps, 1, fwd.options().max_steps)) {
+  const auto& o = fwd.options();
+  rows_.resize(o.max_batch);
+  const uint64_t ring = (uint64_t)o.max_batch * o.max_steps * Forward::kOutWords * 4;
+  auto a = gpu::Readback::create(ctx, ring, "out-readback-0");
+  auto b = gpu::Readback::create(ctx, ring, "out-readback-1");
+  auto c = gpu::Readback::create(ctx, Forward::kOutWords * 4, "prefill-out-readback");
+  if (!a) init_ = std::move(a).error();
+  else if (!b) init_ = std::move(b).error();
+  else if (!c) init_ = std::move(c).error();
+  else {
+    rb_out_[0] = std::move(*a);
+    rb_out_[1] = std::move(*b);
+    rb_pout_ = std::move(*c);
+  }
+}
+
+Status Executor::setPipelineDepth(uint32_t depth) {
+  if (depth < 1 || depth > 2)
+    return makeError(ErrorCode::kBadRequest, "pipeline depth must be 1 or 2", {{"depth", depth}});
+  depth_ = depth;
+  return {};
+}
+
+Status Executor::setSteps(uint32_t k) {
+  if (k < 1 || k > fwd_.options().max_steps)
+    return makeError(ErrorCode::kBadRequest, "decode steps must be 1.." + std::to_string(fwd_.options().max_steps),
+                     {{"field", "decodeSteps"}, {"steps", k}, {"max", fwd_.options().max_steps}});
+  steps_ = k;
+  return {};
+}
+
+Status Executor::start(uint32_t r, RowRequest req) {
+  EWGPU_TRY(init_);
+  const int vocab = fwd_.model().config.vocab;
+  const uint32_t ctx_len = fwd_.contextLength();
+  if (r >= rows_.size() || rows_[r].used)
+    return makeError(ErrorCode::kInternal, "row is not free", {{"row", r}, {"rows", rows_.size()}});
+  if (req.prompt.empty()) return makeError(ErrorCode::kBadRequest, "empty prompt", {{"field", "prompt"}});
+  if (req.prompt.size() >= ctx_len)
+    return makeError(ErrorCode::kContextTooLong,
+                     "prompt of " + std::to_string(req.prompt.size()) +
+                         " tokens does not fit the context window of " + std::to_string(ctx_len),
+                     {{"field", "prompt"}, {"prompt_tokens", req.prompt.size()}, {"context_window", ctx_len}});
+  for (int32_t t : req.prompt)
+    if (t < 0 || t >= vocab)
+      return makeError(ErrorCode::kBadRequest, "token id out of range", {{"field", "prompt"}, {"token", t}, {"vocab", vocab}});
+  for (const auto& s : req.stop_strings)
+    if (s.empty()) return makeError(ErrorCode::kBadRequest, "empty stop string", {{"field", "stop"}});
+  EWGPU_TRY(req.sampling.validate(vocab));
+  req.sampling.max_tokens = std::min<uint32_t>(req.sampling.max_tokens, ctx_len - (uint32_t)req.prompt.size());
+  Row& row = rows_[r];
+  const uint32_t gen = row.gen + 1;
+  row = Row{};
+  row.gen = gen;
+  row.used = true;
+  row.req = std::move(req);
+  if (tok_) row.detok.emplace(*tok_);
+  // The GPU row is inactive until its last prefill chunk samples the first token (queued after any work still
+  // in flight for the row's previous sequence, which therefore finishes first).
+  uint32_t words[Forward::kRowWords] = {r, 0, 0, 0, 0, 0, 0, 0};
+  ctx_.write(fwd_.rows(), (uint64_t)r * sizeof words, words, sizeof words);
+  return {};
+}
+
+std::string Executor::stop(uint32_t r) {
+  if (r >= rows_.size() || !rows_[r].used) return {};
+  Row& row = rows_[r];
+  std::string tail = row.pending;
+  if (row.detok) tail += row.detok->flush();
+  row.used = false;
+  row.detok.reset();
+  row.pending.clear();
+  return tail;
+}
+
+Status Executor::step(std::vector<RowEvent>& events) {
+  EWGPU_TRY(init_);
+  ctx_.processEvents();
+  while (!in_flight_.empty() && !readbackOf(in_flight_.front()).pending()) {
+    InFlight f = std::move(in_flight_.front());
+    in_flight_.pop_front();
+    Status st = readbackOf(f).status();
+    if (!st) {
+      failAll();
+      return st;
+    }
+    consume(f, events);
+  }
+  if (ctx_.lost()) {
+    failAll();
+    Status e = ctx_.takeError();
+    return e ? makeError(ErrorCode::kDeviceLost, "the GPU device was lost") : e;
+  }
+  Status st = issue();
+  if (!st) failAll();
+  return st;
+}
+
+Status Executor::wait() {
+  if (in_flight_.empty()) return {};
+  Status w = readbackOf(in_flight_.front()).wait(ctx_);
+  if (!w) failAll();
+  return w;
+}
+
+void Executor::failAll() {
+  in_flight_.clear();
+  for (auto& r : rows_) {
+    r.used = false;
+    r.detok.reset();
+  }
+}
+
+// Steps worth submitting: the most any decoding row can still produce (max_tokens minus what it was given and
+// what is in flight for it), at most K. A short max_tokens or the tail of a generation then runs no steps whose
+// tokens would be discarded. A row whose last prefill chunk is in flight counts already (its first token is
+// sampled by that chunk), so its decode is queued behind the prefill without a CPU round trip.
+uint32_t Executor::decodeNeed() const {
+  uint32_t need = 0;
+  for (uint32_t r = 0; r < rows_.size(); ++r) {
+    const Row& row = rows_[r];
+    if (!row.used || !(row.decoding || row.last_issued)) continue;
+    int64_t left = (int64_t)row.req.sampling.max_tokens - row.sampled - (row.decoding ? 0 : 1);
+    for (const auto& f : in_flight_)
+      if (!f.prefill && f.gens[r] == (int64_t)row.gen) left -= f.steps;
+    need = std::max<uint32_t>(need, (uint32_t)std::clamp<int64_t>(left, 0, steps_));
+  }
+  return need;
+}
+
+// The row whose next prefill chunk goes first (lowest prefill_order, then lowest row), or -1. The last chunk's
+// readback (the first token) is single-buffered: one prompt finishes its prefill at a time.
+int Executor::prefillCandidate() const {
+  bool last_pending = false;
+  for (const auto& f : in_flight_) last_pending |= f.prefill;
+  const uint32_t chunk = fwd_.prefillChunk();
+  int best = -1;
+  for (uint32_t r = 0; r < rows_.size(); ++r) {
+    const Row& row = rows_[r];
+    if (!row.used || row.prefilled == row.req.prompt.size()) continue;
+    const bool last = row.req.prompt.size() - row.prefilled <= chunk;
+    if (last && last_pending) continue;
+    if (best < 0 || row.req.prefill_order < rows_[best].req.prefill_order) best = (int)r;
+  }
+  return best;
+}
+
+Status Executor::issue() {
+  // Alternate one prefill chunk and one decode submission while both are wanted; with no row decoding, a
+  // prompt's chunks go back to back.
+  for (;;) {
+    uint32_t decodes = 0;
+    for (const auto& f : in_flight_) decodes += !f.prefill;
+    const uint32_t want = decodeNeed();
+    const int p = prefillCandidate();
+    if (p >= 0 && (want == 0 || !last_was_prefill_)) {
+      EWGPU_TRY(issuePrefill((uint32_t)p));
+      last_was_prefill_ = true;
+    } else if (want > 0 && decodes < depth_) {
+      EWGPU_TRY(issueDecode(want));
+      last_was_prefill_ = false;
+    } else {
+      return {};
+    }
+  }
+}
+
+Status Executor::issuePrefill(uint32_t r) {
+  Row& row = rows_[r];
+  const uint32_t n = (uint32_t)row.req.prompt.size();
+  const uint32_t T = std::min<uint32_t>(fwd_.prefillChunk(), n - row.prefilled);
+  const bool last = row.prefilled + T == n;
+  const uint32_t slot = r;
+  if (row.prefilled == 0) {  // sampling state of the slot: penalties see the prompt
+    const uint32_t V = (uint32_t)fwd_.model().config.vocab;
+    std::vector<uint32_t> counts(V, 0);
+    for (int32_t t : row.req.prompt) counts[t] |= kCountPromptBit;
+    ctx_.write(fwd_.counts(), (uint64_t)slot * V * 4, counts.data(), V * 4ull);
+    uint32_t params[Forward::kParamWords];
+    encodeParams(row.req.sampling, params);
+    ctx_.write(fwd_.params(), (uint64_t)r * sizeof params, params, sizeof params);
+  }
+  if (last) {  // the prefill sampler reads its own parameter row
+    uint32_t params[Forward::kParamWords];
+    encodeParams(row.req.sampling, params);
+    ctx_.write(fwd_.prefillParams(), 0, params, sizeof params);
+  }
+  uint32_t prow[Forward::kRowWords] = {slot, row.prefilled, 1, 0, 0, 0, 0, 0};
+  uint32_t meta[4] = {T, slot, 0, 0};
+  ctx_.write(fwd_.prefillRows(), 0, prow, sizeof prow);
+  ctx_.write(fwd_.prefillMeta(), 0, meta, sizeof meta);
+  ctx_.write(fwd_.prefillIds(), 0, row.req.prompt.data() + row.prefilled, T * 4ull);
+  if (last) {
+    uint32_t words[Forward::kRowWords] = {slot, n, 0, 0, 0, 0, 0, 0};
+    ctx_.write(fwd_.rows(), (uint64_t)r * sizeof words, words, sizeof words);
+  }
+  gpu::Recorder rec(ctx_);
+  if (row.prefilled == 0) fwd_.recordResetSlot(rec, slot);
+  fwd_.recordPrefillChunk(rec, T, last, r);
+  if (last) rb_pout_.record(rec, fwd_.prefillOut(), 0, Forward::kOutWords * 4);
+  EWGPU_TRY(rec.submit());
+  ++stats_.submissions;
+  ++stats_.prefill_chunks;
+  row.prefilled += T;
+  if (last) {
+    row.last_issued = true;
+    rb_pout_.requestMap(ctx_);
+    InFlight f;
+    f.prefill = true;
+    f.ticket = g_ticket++;
+    f.row = r;
+    f.gen = row.gen;
+    in_flight_.push_back(std::move(f));
+  }
+  return {};
+}
+
+Status Executor::issueDecode(uint32_t need) {
+  const uint32_t B = (uint32_t)rows_.size();
+  InFlight f;
+  f.steps = need;
+  f.ticket = g_ticket++;
+  f.gens.assign(B, -1);
+  for (uint32_t b = 0; b < B; ++b) {
+    const Row& row = rows_[b];
+    const bool ours = row.used && (row.decoding || row.last_issued);
+    if (ours) f.gens[b] = row.gen;
+    uint32_t zero = 0;
+    ctx_.write(fwd_.rows(), ((uint64_t)b * Forward::kRowWords + kRowOutIndex) * 4, &zero, 4);
+    if (!ours) ctx_.write(fwd_.rows(), ((uint64_t)b * Forward::kRowWords + kRowActive) * 4, &zero, 4);
+  }
+  for (const auto& g : in_flight_)
+    if (!g.prefill && g.buf == f.buf) f.buf = 1;
+  gpu::Readback& rb = rb_out_[f.buf];
+  gpu::Recorder rec(ctx_);
+  for (uint32_t k = 0; k < need; ++k) fwd_.recordDecodeStep(rec);
+  rb.record(rec, fwd_.out(), 0, rb.size());
+  EWGPU_TRY(rec.submit());
+  rb.requestMap(ctx_);
+  in_flight_.push_back(std::move(f));
+  ++stats_.submissions;
+  stats_.decode_steps += need;
+  return {};
+}
+
+void Executor::consume(const InFlight& f, std::vector<RowEvent>& events) {
+  ++stats_.readbacks;
+  gpu::Readback& rb = readbackOf(f);
+  const auto* out = reinterpret_cast<const uint32_t*>(rb.data().data());
+  if (f.prefill) {
+    SampleOut o = decodeOut(out);
+    rb.unmap();
+    Row& row = rows_[f.row];
+    if (!row.used || row.gen != f.gen) return;
+    row.decoding = true;
+    RowEvent ev;
+    ev.row = f.row;
+    ev.first = true;
+    deliver(f.row, o, ev);
+    events.push_back(std::move(ev));
+    return;
+  }
+  const uint32_t kmax = fwd_.options().max_steps;
+  for (uint32_t r = 0; r < rows_.size(); ++r) {
+    if (f.gens[r] < 0 || !rows_[r].used || rows_[r].gen != (uint32_t)f.gens[r] || !rows_[r].decoding) continue;
+    RowEvent ev;
+    ev.row = r;
+    for (uint32_t k = 0; k < f.steps && !ev.finished; ++k) {
+      SampleOut o = decodeOut(out + ((uint64_t)r * kmax + k) * Forward::kOutWords);
+      if (o.active) deliver(r, o, ev);
+    }
+    if (ev.sampled || ev.finished || !ev.text.empty()) events.push_back(std::move(ev));
+  }
+  rb.unmap();
+}
+
+void Executor::deliver(uint32_t r, const SampleOut& o, RowEvent& ev) {
+  Row& row = rows_[r];
+  if (!row.used) return;
+  ++row.sampled;
+  ++ev.sampled;
+  if (o.finish == SampleFinish::kStop) return finishRow(r, "stop", ev);  // the stop token itself is not shown
+  ev.tokens.push_back({o.token, o.logprob, o.top});
+  row.pending += row.detok ? row.detok->push(o.token) : std::string();
+  // Stop strings: the earliest match ends the text there; nothing after it is shown.
+  size_t cut = std::string::npos;
+  for (const auto& stop : row.req.stop_strings) cut = std::min(cut, row.pending.find(stop));
+  if (cut != std::string::npos) {
+    row.pending.resize(cut);
+    return finishRow(r, "stop", ev);
+  }
+  const size_t hold = heldSuffix(row.pending, row.req.stop_strings);
+  ev.text += row.pending.substr(0, row.pending.size() - hold);
+  row.pending.erase(0, row.pending.size() - hold);
+  if (o.finish == SampleFinish::kLength) finishRow(r, "length", ev);
+}
+
+void Executor::finishRow(uint32_t r, const std::string& reason, RowEvent& ev) {
+  Row& row = rows_[r];
+  ev.text += row.pending;
+  if (row.detok) {
+    std::string rest = row.detok->flush();  // an incomplete UTF-8 tail: shown at a length cut, not after a stop
+    if (reason != "stop") ev.text += rest;
+  }
+  row.pending.clear();
+  row.used = false;
+  row.detok.reset();
+  ev.finished = true;
+  ev.finish_reason = reason;
+}
+
+}  // namespace ewgpu

@@ -1,0 +1,100 @@
+// The GPU executor of one resident model: a RowBackend over a Forward. It owns no policy: the caller starts a
+// sequence in a free row and may stop it at any time. Work is issued in submissions:
+//   - a prefill chunk (Forward::prefillChunk() tokens of one row; the last chunk samples the first token), or
+//   - K decode steps for every active row, with no CPU round trip between the steps (the sampled ids stay on the
+//     GPU), followed by one readback of the K outputs.
+// Prefill chunks and decode submissions alternate while both are wanted, so a long prompt never stalls the rows
+// that are decoding for more than one chunk. Two decode submissions are kept in flight (pipeline depth 2): the
+// next K steps are encoded and queued while the GPU runs the current ones. Readbacks are consumed in submission
+// order; output for a row whose sequence was stopped (or replaced) after the work was issued is discarded, which
+// a per-row generation number decides. step() never blocks; wait() is for native drivers.
+// Stop token ids and max_tokens are enforced on the GPU (a row goes inactive and later steps emit nothing); stop
+// strings on the CPU (text after the match is discarded, the row is deactivated before the next submission).
+#pragma once
+
+#include "gpu/readback.h"
+#include "runtime/forward.h"
+#include "runtime/row_backend.h"
+#include "tokenizer/tokenizer.h"
+
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ewgpu {
+
+struct ExecutorStats {
+  uint64_t submissions = 0, decode_steps = 0, prefill_chunks = 0, readbacks = 0;
+};
+
+class Executor final : public RowBackend {
+ public:
+  // `tok` may be null (no text, tokens only). Rows: the Forward's max_batch (row b uses slot b).
+  Executor(gpu::Context& ctx, Forward& fwd, const Tokenizer* tok, uint32_t steps = 16);
+
+  uint32_t rowCapacity() const override { return (uint32_t)rows_.size(); }
+  uint32_t contextLength() const override { return fwd_.contextLength(); }
+  uint32_t vocabSize() const override { return (uint32_t)fwd_.model().config.vocab; }
+  Status start(uint32_t row, RowRequest req) override;
+  std::string stop(uint32_t row) override;
+  Status setSteps(uint32_t k) override;
+  uint32_t steps() const override { return steps_; }
+  uint32_t maxSteps() const override { return fwd_.options().max_steps; }
+  Status step(std::vector<RowEvent>& events) override;
+  bool inFlight() const override { return !in_flight_.empty(); }
+  uint64_t oldestTicket() const override { return in_flight_.empty() ? kNoTicket : in_flight_.front().ticket; }
+  Status wait() override;
+
+  // Decode submissions in flight at once: 1 (strict alternation of GPU work and CPU consumption) or 2 (default).
+  Status setPipelineDepth(uint32_t depth);
+  bool rowBusy(uint32_t row) const { return row < rows_.size() && rows_[row].used; }
+  const ExecutorStats& stats() const { return stats_; }
+
+ private:
+  struct Row {
+    bool used = false;
+    uint32_t gen = 0;        // bumped at every start: output issued for an earlier generation is discarded
+    RowRequest req;
+    uint32_t prefilled = 0;  // prompt tokens already submitted for prefill
+    bool last_issued = false, decoding = false;
+    uint32_t sampled = 0;    // tokens sampled and consumed so far
+    std::optional<StreamingDetokenizer> detok;
+    std::string pending;     // text held back: could start a stop string
+  };
+  // A submission whose readback has not been consumed yet.
+  struct InFlight {
+    bool prefill = false;
+    uint64_t ticket = 0;
+    uint32_t steps = 0;            // decode: steps in the submission
+    uint32_t buf = 0;              // decode: which out readback
+    std::vector<int64_t> gens;     // decode: per row, the generation it ran for (-1: not ours)
+    uint32_t row = 0, gen = 0;     // prefill: the row whose first token it samples
+  };
+
+  Status issue();
+  Status issuePrefill(uint32_t r);
+  Status issueDecode(uint32_t need);
+  uint32_t decodeNeed() const;
+  int prefillCandidate() const;
+  void consume(const InFlight& f, std::vector<RowEvent>& events);
+  gpu::Readback& readbackOf(const InFlight& f) { return f.prefill ? rb_pout_ : rb_out_[f.buf]; }
+  // Turns one sampled step of a row into its event (text, stop strings, finish).
+  void deliver(uint32_t r, const SampleOut& o, RowEvent& ev);
+  void finishRow(uint32_t r, const std::string& reason, RowEvent& ev);
+  void failAll();
+
+  gpu::Context& ctx_;
+  Forward& fwd_;
+  const Tokenizer* tok_;
+  uint32_t steps_;
+  uint32_t depth_ = 2;
+  bool last_was_prefill_ = false;
+  std::vector<Row> rows_;
+  std::deque<InFlight> in_flight_;  // oldest first
+  gpu::Readback rb_out_[2], rb_pout_;
+  Status init_;
+  ExecutorStats stats_;
+};
+
+}  // namespace ewgpu
