@@ -1,0 +1,103 @@
+// Engine internals shared by src/api/engine.cpp (threads, models, loading) and src/api/engine_requests.cpp
+// (requests, chat.completions). Guard: `mu` guards every field marked (mu); GPU objects are created, used and
+// destroyed only on the driver thread.
+#pragma once
+
+#include "engine/scheduler.h"
+#include "ewgpu/engine.h"
+#include "gpu/context.h"
+#include "model/gpu_model.h"
+#include "model/model_folder.h"
+#include "runtime/executor.h"
+#include "runtime/forward.h"
+#include "tokenizer/conv_template.h"
+#include "tokenizer/tokenizer.h"
+
+#include <deque>
+#include <map>
+#include <thread>
+
+namespace ewgpu {
+
+// The CPU side of a resident model, immutable once loaded: caller threads render prompts with it.
+struct ModelAssets {
+  std::string id, dir;
+  ModelConfig config;
+  Tokenizer tokenizer;
+  std::optional<ConvTemplate> conv;
+  SamplingParams defaults;  // the folder's sampling values and the template's stop ids
+  std::vector<std::string> stop_strings;
+  uint32_t context = 0;  // positions per row actually used
+};
+
+struct Resident {
+  std::shared_ptr<const ModelAssets> assets;
+  std::unique_ptr<ModelFolder> folder;
+  std::unique_ptr<GpuModel> model;
+  std::unique_ptr<Forward> forward;
+  bool keep = false;
+  ModelInfo info;
+};
+
+// Subscribers, shared with the unsubscribe closures (which may outlive the engine).
+struct Subscribers {
+  std::mutex mu;
+  std::map<uint64_t, std::function<void(const EngineEvent&)>> fns;
+  uint64_t next = 1;
+};
+
+// A request checked against its model and turned into what the scheduler runs.
+struct PreparedJob {
+  JobSpec spec;
+  std::shared_ptr<const ModelAssets> assets;
+};
+
+struct Engine::Impl {
+  EngineOptions opts;
+
+  mutable std::mutex mu;
+  std::condition_variable cv;  // wakes the driver
+  bool wake = false, stopping = false;        // (mu)
+  Scheduler sched;                            // (mu)
+  std::map<std::string, Resident> models;     // (mu) ready models
+  std::map<std::string, std::string> loading;  // (mu) id -> stage
+  std::string current_model;                  // (mu)
+  std::optional<DeviceInfo> device;           // (mu) the adapter, once a context exists
+  std::deque<std::function<void(bool closing)>> commands;  // (mu) run on the driver thread, without mu
+  std::unique_ptr<gpu::Context> ctx;          // driver thread only
+  std::thread driver;
+
+  // Callbacks run in order on one thread, outside mu.
+  std::mutex cb_mu;
+  std::condition_variable cb_cv;
+  std::deque<std::function<void()>> cb_queue;  // (cb_mu)
+  bool cb_stop = false;                        // (cb_mu)
+  std::thread cb_thread;
+  std::shared_ptr<Subscribers> subs = std::make_shared<Subscribers>();
+
+  std::mutex loaders_mu;
+  std::vector<std::thread> loaders;  // (loaders_mu)
+  std::atomic<bool> closing{false};
+  std::atomic<uint64_t> batches{0};
+
+  explicit Impl(EngineOptions o);
+  void post(Effects fx);             // hands closures to the callback thread
+  void event(const std::string& type, nlohmann::json data);  // a facade event, through the callback thread
+  void notify();                     // wakes the driver (mu must not be held)
+  void driverLoop();
+  void callbackLoop();
+  void handleFailures(const std::vector<std::pair<std::string, EngineError>>& failures, Effects& fx);
+  Status ensureContext();            // driver thread
+  void runLoad(const std::string& source, LoadOptions lo, std::shared_ptr<Pending<Result<ModelInfo>>> out);
+  void unloadOnDriver(const std::string& id);
+  void evictIdleExcept(const std::string& keep_id);  // driver thread
+
+  // Requests (engine_requests.cpp).
+  Result<PreparedJob> prepare(const CompletionRequest& req) const;
+  Result<CompletionHandle> submit(PreparedJob job, std::function<void(const Chunk&)> on_chunk,
+                                  std::function<void(const CompletionResult&)> on_done);
+  Result<ChatCompletionHandle> openaiCreate(const nlohmann::json& body, bool chat,
+                                            std::function<void(const nlohmann::json&)> on_chunk);
+};
+
+}  // namespace ewgpu
