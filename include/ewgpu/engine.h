@@ -72,7 +72,7 @@ struct EngineOptions {
   uint32_t rows = 4;         // decode rows built per model (1..8): the most sequences one model decodes at once
   uint32_t decode_steps = 16;  // K decode steps per GPU submission (live: configure)
   uint32_t max_steps = 32;     // the largest K configure() may set later
-  double task_share = 0.5;     // (0, 1]: rows one task may hold while other tasks wait (live: configure)
+  double task_share = 0.5;     // (0, 1]: the share of a model's rows one task may hold (live: configure)
   uint32_t context = 0;        // positions per row (0 = the model's context window)
   uint32_t default_max_tokens = 256;
   kernels::Activations activations = kernels::Activations::kAuto;

@@ -268,7 +268,7 @@ void Engine::Impl::runLoad(const std::string& source, LoadOptions lo, std::share
     auto r = (*store)->resolve(source);
     if (!r && (r.error().code == ErrorCode::kCacheIncomplete || r.error().code == ErrorCode::kUnknownModel)) {
       PullOptions po;
-      po.cancel = lo.cancel ? lo.cancel.get() : nullptr;
+      po.cancel = lo.cancel ? lo.cancel.get() : &closing;  // the destructor stops a download it would wait for
       po.on_progress = [&L](const DownloadProgress& dp) {
         L.progress("download", dp.bytes_total ? 0.8 * (double)dp.bytes_done / (double)dp.bytes_total : 0,
                    (uint64_t)dp.bytes_done, (uint64_t)dp.bytes_total);

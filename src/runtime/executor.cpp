@@ -266,6 +266,9 @@ Status Executor::issueDecode(uint32_t need) {
   in_flight_.push_back(std::move(f));
   ++stats_.submissions;
   stats_.decode_steps += need;
+  uint32_t decodes = 0;
+  for (const auto& g : in_flight_) decodes += !g.prefill;
+  stats_.max_decodes_in_flight = std::max(stats_.max_decodes_in_flight, decodes);
   return {};
 }
 

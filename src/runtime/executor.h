@@ -26,6 +26,7 @@ namespace ewgpu {
 
 struct ExecutorStats {
   uint64_t submissions = 0, decode_steps = 0, prefill_chunks = 0, readbacks = 0;
+  uint32_t max_decodes_in_flight = 0;  // the most decode submissions ever queued at once (<= pipeline depth)
 };
 
 class Executor final : public RowBackend {

@@ -24,9 +24,11 @@ std::vector<int32_t> referenceGreedy(const std::string& dir, const std::vector<i
   auto ref = ReferenceModel::load(*folder);
   EXPECT_TRUE(ref.ok());
   std::vector<int32_t> out;
-  std::vector<float> logits = ref->forward(prompt);
+  std::vector<float> logits = ref->forward(prompt);  // [tokens, vocab]
+  const size_t V = (size_t)ref->config().vocab;
   for (int i = 0; i < n; ++i) {
-    int32_t best = (int32_t)(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    const auto last = logits.end() - (ptrdiff_t)V;
+    int32_t best = (int32_t)(std::max_element(last, logits.end()) - last);
     out.push_back(best);
     if (std::find(stops.begin(), stops.end(), best) != stops.end()) break;
     logits = ref->forward(std::span<const int32_t>(&best, 1));
@@ -113,7 +115,7 @@ TEST(EngineOnGpuSlidingWindow, PromptsOfAnyLengthRunOnAFolderWithoutAContextWind
   ASSERT_TRUE(info.ok()) << info.error().toString();
   EXPECT_EQ(info->context_window, (uint32_t)folder->config().sliding_window);
   auto tok = Tokenizer::fromFile(dir + "/tokenizer.json");
-  for (const std::string p : {"a", "abc", "abcde", std::string(28, 'x') + "yz", std::string(300, 'q')}) {
+  for (const std::string& p : std::vector<std::string>{"a", "abc", "abcde", std::string(28, 'x') + "yz", std::string(300, 'q')}) {
     auto h = (*e)->complete(greedy(p, 6));
     ASSERT_TRUE(h.ok()) << h.error().toString();
     const CompletionResult& r = (*h)->wait();
