@@ -175,6 +175,8 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions opts) {
                      {{"field", "decodeSteps"}, {"value", opts.decode_steps}, {"max", opts.max_steps}});
   if (!(opts.task_share > 0 && opts.task_share <= 1))
     return makeError(ErrorCode::kBadRequest, "task_share must be in (0, 1]", {{"field", "taskShare"}, {"value", opts.task_share}});
+  if (!(opts.submission_ms >= 0 && opts.submission_ms <= 10000))
+    return makeError(ErrorCode::kBadRequest, "submission_ms must be in [0, 10000]", {{"field", "submission_ms"}});
   if (opts.default_max_tokens < 1)
     return makeError(ErrorCode::kBadRequest, "default_max_tokens must be at least 1", {{"field", "default_max_tokens"}});
   auto impl = std::make_unique<Impl>(std::move(opts));
@@ -355,7 +357,7 @@ void Engine::Impl::runLoad(const std::string& source, LoadOptions lo, std::share
       if (!st) return L.fail(std::move(st).error());
       L.stages["pipelines"] = msSince(t_pipe);
       assets->context = (*fwd)->contextLength();
-      exec = std::make_unique<Executor>(*ctx, **fwd, &assets->tokenizer, opts.decode_steps);
+      exec = std::make_unique<Executor>(*ctx, **fwd, &assets->tokenizer, opts.decode_steps, opts.submission_ms);
       weight_bytes = (*model)->weight_bytes;
       r.model = std::move(*model);
       r.forward = std::move(*fwd);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 
 namespace ewgpu {
 namespace {
@@ -22,8 +23,9 @@ size_t heldSuffix(const std::string& text, const std::vector<std::string>& stops
 
 }  // namespace
 
-Executor::Executor(gpu::Context& ctx, Forward& fwd, const Tokenizer* tok, uint32_t steps)
-    : ctx_(ctx), fwd_(fwd), tok_(tok), steps_(std::clamp<uint32_t>(steps, 1, fwd.options().max_steps)) {
+Executor::Executor(gpu::Context& ctx, Forward& fwd, const Tokenizer* tok, uint32_t steps, double submission_ms)
+    : ctx_(ctx), fwd_(fwd), tok_(tok), steps_(std::clamp<uint32_t>(steps, 1, fwd.options().max_steps)),
+      submission_ms_(submission_ms) {
   const auto& o = fwd.options();
   rows_.resize(o.max_batch);
   const uint64_t ring = (uint64_t)o.max_batch * o.max_steps * Forward::kOutWords * 4;
@@ -142,6 +144,9 @@ void Executor::failAll() {
 // tokens would be discarded. A row whose last prefill chunk is in flight counts already (its first token is
 // sampled by that chunk), so its decode is queued behind the prefill without a CPU round trip.
 uint32_t Executor::decodeNeed() const {
+  uint32_t k = steps_;
+  if (submission_ms_ > 0 && step_ms_ > 0)
+    k = (uint32_t)std::clamp<double>(std::floor(submission_ms_ / step_ms_), 1, steps_);
   uint32_t need = 0;
   for (uint32_t r = 0; r < rows_.size(); ++r) {
     const Row& row = rows_[r];
@@ -149,7 +154,7 @@ uint32_t Executor::decodeNeed() const {
     int64_t left = (int64_t)row.req.sampling.max_tokens - row.sampled - (row.decoding ? 0 : 1);
     for (const auto& f : in_flight_)
       if (!f.prefill && f.gens[r] == (int64_t)row.gen) left -= f.steps;
-    need = std::max<uint32_t>(need, (uint32_t)std::clamp<int64_t>(left, 0, steps_));
+    need = std::max<uint32_t>(need, (uint32_t)std::clamp<int64_t>(left, 0, k));
   }
   return need;
 }
@@ -234,6 +239,7 @@ Status Executor::issuePrefill(uint32_t r) {
     InFlight f;
     f.prefill = true;
     f.ticket = g_ticket++;
+    f.issued = std::chrono::steady_clock::now();
     f.row = r;
     f.gen = row.gen;
     in_flight_.push_back(std::move(f));
@@ -246,6 +252,7 @@ Status Executor::issueDecode(uint32_t need) {
   InFlight f;
   f.steps = need;
   f.ticket = g_ticket++;
+  f.issued = std::chrono::steady_clock::now();
   f.gens.assign(B, -1);
   for (uint32_t b = 0; b < B; ++b) {
     const Row& row = rows_[b];
@@ -274,6 +281,15 @@ Status Executor::issueDecode(uint32_t need) {
 
 void Executor::consume(const InFlight& f, std::vector<RowEvent>& events) {
   ++stats_.readbacks;
+  // The GPU time per decode step: from when this submission could start (issued, and the previous one done)
+  // to when it landed, over its steps.
+  const auto now = std::chrono::steady_clock::now();
+  if (!f.prefill && f.steps > 0) {
+    const auto start = std::max(f.issued, last_land_);
+    const double per = std::chrono::duration<double, std::milli>(now - start).count() / f.steps;
+    step_ms_ = step_ms_ > 0 ? 0.7 * step_ms_ + 0.3 * per : per;
+  }
+  last_land_ = now;
   gpu::Readback& rb = readbackOf(f);
   const auto* out = reinterpret_cast<const uint32_t*>(rb.data().data());
   if (f.prefill) {

@@ -129,3 +129,40 @@ TEST(EngineOnGpuSlidingWindow, PromptsOfAnyLengthRunOnAFolderWithoutAContextWind
 
 }  // namespace
 }  // namespace ewgpu
+
+namespace ewgpu {
+namespace {
+
+// probe, canRun, recommendModels and estimateSpeed through the engine (they need the adapter).
+TEST(EngineOnGpuDevice, ProbeCanRunRecommendAndEstimateSpeed) {
+  auto e = Engine::create({.cache_dir = ::testing::TempDir() + "/ewgpu-engine-gpu-cache", .rows = 1});
+  ASSERT_TRUE(e.ok());
+  auto dev = (*e)->probe();
+  ASSERT_TRUE(dev.ok()) << dev.error().toString();
+  EXPECT_FALSE(dev->device.empty());
+  EXPECT_GT(dev->max_storage_buffer_binding_size, 0u);
+  auto fit = (*e)->canRun("Qwen3-0.6B-q4f16_1-MLC");
+  ASSERT_TRUE(fit.ok()) << fit.error().toString();
+  EXPECT_EQ((*e)->canRun("no-such-model").error().code, ErrorCode::kUnknownModel);
+  auto rec = (*e)->recommendModels({.limit = 3});
+  ASSERT_TRUE(rec.ok()) << rec.error().toString();
+  EXPECT_LE(rec->size(), 3u);
+  // Before anything decoded: projected from the weight bytes; after: measured.
+  auto projected = (*e)->estimateSpeed("Llama-3.2-1B-Instruct-q4f16_1-MLC");
+  ASSERT_TRUE(projected.ok()) << projected.error().toString();
+  EXPECT_EQ(projected->source, "projected");
+  EXPECT_GT(projected->tok_s, 0);
+  ASSERT_TRUE((*e)->load(fixture("llama"), {.id = "llama-tiny"})->wait().ok());
+  auto before = (*e)->estimateSpeed("llama-tiny");
+  ASSERT_TRUE(before.ok());
+  EXPECT_EQ(before->source, "projected");
+  ASSERT_EQ((*e)->complete(greedy("Hello there", 8)).value()->wait().outcome, Outcome::kCompleted);
+  auto after = (*e)->estimateSpeed();
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->source, "measured");
+  EXPECT_GT(after->tok_s, 0);
+  EXPECT_FALSE((*e)->tokenText("llama-tiny", 65).empty());
+}
+
+}  // namespace
+}  // namespace ewgpu
