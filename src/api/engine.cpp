@@ -70,14 +70,6 @@ void Engine::Impl::event(const std::string& type, nlohmann::json data) {
   post(std::move(fx));
 }
 
-void Engine::Impl::notify() {
-  {
-    std::lock_guard<std::mutex> lk(mu);
-    wake = true;
-  }
-  cv.notify_all();
-}
-
 void Engine::Impl::callbackLoop() {
   for (;;) {
     std::function<void()> f;
@@ -484,33 +476,30 @@ std::string Engine::current() const {
   return impl_->current_model;
 }
 
-size_t Engine::cancel(uint64_t job_id) {
+// Runs `change` on the scheduler under the engine's mutex, wakes the driver and hands the effects over.
+template <class F>
+auto Engine::Impl::changeScheduler(F change) {
   Effects fx;
-  size_t n;
+  decltype(change(fx)) r;
   {
-    std::lock_guard<std::mutex> lk(impl_->mu);
-    n = impl_->sched.cancel(job_id, fx);
-    impl_->wake = true;
+    std::lock_guard<std::mutex> lk(mu);
+    r = change(fx);
+    wake = true;
   }
-  impl_->cv.notify_all();
-  impl_->post(std::move(fx));
-  return n;
+  cv.notify_all();
+  post(std::move(fx));
+  return r;
+}
+
+size_t Engine::cancel(uint64_t job_id) {
+  return impl_->changeScheduler([&](Effects& fx) { return impl_->sched.cancel(job_id, fx); });
 }
 
 size_t Engine::cancel(const std::string& s) {
   std::string digits = s.rfind("job-", 0) == 0 ? s.substr(4) : s;
   if (!digits.empty() && digits.size() < 20 && std::all_of(digits.begin(), digits.end(), ::isdigit))
     return cancel((uint64_t)std::stoull(digits));
-  Effects fx;
-  size_t n;
-  {
-    std::lock_guard<std::mutex> lk(impl_->mu);
-    n = impl_->sched.cancelSession(s, fx);
-    impl_->wake = true;
-  }
-  impl_->cv.notify_all();
-  impl_->post(std::move(fx));
-  return n;
+  return impl_->changeScheduler([&](Effects& fx) { return impl_->sched.cancelSession(s, fx); });
 }
 
 Status Engine::configure(const EngineConfig& c) {

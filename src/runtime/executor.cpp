@@ -23,6 +23,21 @@ size_t heldSuffix(const std::string& text, const std::vector<std::string>& stops
 
 }  // namespace
 
+Status checkRowRequest(const RowRequest& req, uint32_t context, int vocab) {
+  if (req.prompt.empty()) return makeError(ErrorCode::kBadRequest, "empty prompt", {{"field", "prompt"}});
+  if (req.prompt.size() >= context)
+    return makeError(ErrorCode::kContextTooLong,
+                     "prompt of " + std::to_string(req.prompt.size()) +
+                         " tokens does not fit the context window of " + std::to_string(context),
+                     {{"field", "prompt"}, {"prompt_tokens", req.prompt.size()}, {"context_window", context}});
+  for (int32_t t : req.prompt)
+    if (t < 0 || t >= vocab)
+      return makeError(ErrorCode::kBadRequest, "token id out of range", {{"field", "prompt"}, {"token", t}, {"vocab", vocab}});
+  for (const auto& s : req.stop_strings)
+    if (s.empty()) return makeError(ErrorCode::kBadRequest, "empty stop string", {{"field", "stop"}});
+  return req.sampling.validate(vocab);
+}
+
 Executor::Executor(gpu::Context& ctx, Forward& fwd, const Tokenizer* tok, uint32_t steps, double submission_ms)
     : ctx_(ctx), fwd_(fwd), tok_(tok), steps_(std::clamp<uint32_t>(steps, 1, fwd.options().max_steps)),
       submission_ms_(submission_ms) {
@@ -63,18 +78,7 @@ Status Executor::start(uint32_t r, RowRequest req) {
   const uint32_t ctx_len = fwd_.contextLength();
   if (r >= rows_.size() || rows_[r].used)
     return makeError(ErrorCode::kInternal, "row is not free", {{"row", r}, {"rows", rows_.size()}});
-  if (req.prompt.empty()) return makeError(ErrorCode::kBadRequest, "empty prompt", {{"field", "prompt"}});
-  if (req.prompt.size() >= ctx_len)
-    return makeError(ErrorCode::kContextTooLong,
-                     "prompt of " + std::to_string(req.prompt.size()) +
-                         " tokens does not fit the context window of " + std::to_string(ctx_len),
-                     {{"field", "prompt"}, {"prompt_tokens", req.prompt.size()}, {"context_window", ctx_len}});
-  for (int32_t t : req.prompt)
-    if (t < 0 || t >= vocab)
-      return makeError(ErrorCode::kBadRequest, "token id out of range", {{"field", "prompt"}, {"token", t}, {"vocab", vocab}});
-  for (const auto& s : req.stop_strings)
-    if (s.empty()) return makeError(ErrorCode::kBadRequest, "empty stop string", {{"field", "stop"}});
-  EWGPU_TRY(req.sampling.validate(vocab));
+  EWGPU_TRY(checkRowRequest(req, ctx_len, vocab));
   req.sampling.max_tokens = std::min<uint32_t>(req.sampling.max_tokens, ctx_len - (uint32_t)req.prompt.size());
   Row& row = rows_[r];
   const uint32_t gen = row.gen + 1;

@@ -30,6 +30,10 @@ struct ExecutorStats {
   uint32_t max_decodes_in_flight = 0;  // the most decode submissions ever queued at once (<= pipeline depth)
 };
 
+// BAD_REQUEST (empty prompt, token ids outside the vocabulary, empty stop strings, sampling values) or
+// CONTEXT_TOO_LONG (a prompt at or past `context` positions), with detail.field.
+Status checkRowRequest(const RowRequest& req, uint32_t context, int vocab);
+
 class Executor final : public RowBackend {
  public:
   // `tok` may be null (no text, tokens only). Rows: the Forward's max_batch (row b uses slot b).
