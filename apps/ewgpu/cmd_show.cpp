@@ -172,10 +172,9 @@ int runShow(const ShowFlags& f) {
                               {"stop token ids", t["stop_token_ids"].dump()},
                               {"prompt", t.contains("rendered") ? quoted(t["rendered"].get<std::string>()) : "-"}});
   }
-  std::vector<std::pair<std::string, std::string>> store_rows = {
-      {"source", out["source"].get<std::string>()},
-      {"location", out["location"].get<std::string>()},
-      {"state", out["state"].get<std::string>()}};
+  std::vector<std::pair<std::string, std::string>> store_rows = {{"source", out["source"].get<std::string>()},
+                                                                 {"location", out["location"].get<std::string>()},
+                                                                 {"state", out["state"].get<std::string>()}};
   if (out.contains("bytes_total"))
     store_rows.push_back({"size", humanBytes((double)out["bytes_on_disk"].get<int64_t>()) + " of " +
                                       humanBytes((double)out["bytes_total"].get<int64_t>()) + " on disk"});

@@ -46,8 +46,7 @@ void addCacheDirFlag(CLI::App& app, std::string& cache_dir) {
 
 void addActivationsFlag(CLI::App& app, kernels::Activations& activations) {
   app.add_option_function<std::string>(
-         "--activations",
-         [&activations](const std::string& s) { activations = *kernels::activationsFromName(s); },
+         "--activations", [&activations](const std::string& s) { activations = *kernels::activationsFromName(s); },
          "q4 decode GEMV input precision: auto, f32, int8 or int16 (auto: int16 on GPUs with packed dot4, f32 on "
          "CPU adapters)")
       ->check(CLI::IsMember({"auto", "f32", "int8", "int16"}))
@@ -103,7 +102,7 @@ std::string positionalsOf(const CLI::App& app) {
 
 struct Built {
   std::unique_ptr<CLI::App> app;
-  std::vector<std::pair<const CLI::App*, Runner>> runners;  // leaf subcommand -> its runner
+  std::vector<std::pair<const CLI::App*, Runner>> runners;      // leaf subcommand -> its runner
   std::vector<std::pair<std::string, const CLI::App*>> leaves;  // "bench decode" -> app, registration order
 };
 
@@ -153,8 +152,9 @@ void printUsage(const Built& b) {
     std::string line = name + positionalsOf(*app) + " [OPTIONS]";
     std::printf("  ewgpu %-44s %s\n", line.c_str(), app->get_description().c_str());
   }
-  std::printf("\n  ewgpu --version, ewgpu COMMAND --help (every flag with its default and range); --verbose keeps\n"
-              "  the Vulkan loader's messages.\n");
+  std::printf(
+      "\n  ewgpu --version, ewgpu COMMAND --help (every flag with its default and range); --verbose keeps\n"
+      "  the Vulkan loader's messages.\n");
 }
 
 bool wantsJson(int argc, char** argv) {
@@ -173,6 +173,12 @@ int main(int argc, char** argv) {
   if (argc == 1 || first == "-h" || first == "--help" || first == "help") {
     printUsage(b);
     return argc == 1 ? kExitUsage : 0;
+  }
+  bool known = false;
+  for (const CLI::App* sub : b.app->get_subcommands({})) known |= sub->get_name() == first;
+  if (first[0] != '-' && !known) {
+    usageError("unknown command '" + first + "' (ewgpu --help lists them)", wantsJson(argc, argv));
+    return kExitUsage;
   }
   try {
     b.app->parse(argc, argv);

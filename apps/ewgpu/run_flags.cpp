@@ -20,7 +20,9 @@ void addRunFlags(CLI::App& app, RunOptions& o) {
   app.add_option("-c,--context", o.context, "positions per sequence (default: the model's context window)")
       ->check(bounded<uint32_t>(16, 1u << 20));
   addSamplingFlags(app, o.sampling);
-  app.add_option("--stop", o.stop, "stop when this text appears (repeatable)")->allow_extra_args(false)->default_str("none");
+  app.add_option("--stop", o.stop, "stop when this text appears (repeatable)")
+      ->allow_extra_args(false)
+      ->default_str("none");
   app.add_option("--steps", o.steps, "decode steps per GPU submission (K)")->check(bounded<uint32_t>(1, kRunMaxSteps));
   addActivationsFlag(app, o.activations);
   addAdapterFlag(app, o.adapter);
@@ -61,9 +63,9 @@ Status checkRunOptions(RunOptions& o, bool stdin_is_terminal) {
     o.prompt = ss.str();
   } else if (!stdin_is_terminal) {
     o.prompt.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  } else {
-    return badFlags("run needs a prompt: ewgpu run MODEL PROMPT (or -p TEXT, --file PATH, or text on stdin)");
   }
+  if (!prompt_pos && !o.prompt_flag && !o.prompt_file && o.prompt.empty())
+    return badFlags("run needs a prompt: ewgpu run MODEL PROMPT (or -p TEXT, --file PATH, or text on stdin)");
   if (o.prompt.empty()) return badFlags("the prompt is empty", {{"flag", o.prompt_file ? "--file" : "PROMPT"}});
   if (o.system && !o.chat) return badFlags("--system needs --chat", {{"flag", "--system"}});
   for (const auto& s : o.stop)

@@ -21,8 +21,8 @@ struct RunOptions {
   std::optional<std::string> system;  // --system: the system message (with --chat)
   std::vector<std::string> stop;      // extra stop strings
   uint32_t max_tokens = 128;
-  uint32_t steps = 16;                 // K: decode steps per GPU submission
-  std::optional<uint32_t> context;     // positions per sequence (default: the model's context window)
+  uint32_t steps = 16;              // K: decode steps per GPU submission
+  std::optional<uint32_t> context;  // positions per sequence (default: the model's context window)
   SamplingFlags sampling;
   kernels::Activations activations = kernels::Activations::kAuto;
   std::string adapter, cache_dir;

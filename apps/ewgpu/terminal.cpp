@@ -56,7 +56,8 @@ void LoadProgressLine::update(const LoadProgress& p) {
   if (p.stage == LoadProgress::Stage::kParse) {
     line += " parse";
   } else {
-    std::snprintf(buf, sizeof buf, " parse %.0f ms | upload %s", p.parse_ms, humanBytes((double)p.bytes_uploaded).c_str());
+    std::snprintf(buf, sizeof buf, " parse %.0f ms | upload %s", p.parse_ms,
+                  humanBytes((double)p.bytes_uploaded).c_str());
     line += buf;
     if (p.upload_ms > 0) {
       std::snprintf(buf, sizeof buf, " %.0f MB/s", (double)p.bytes_uploaded / 1e6 / (p.upload_ms / 1000));

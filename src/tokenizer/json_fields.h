@@ -15,7 +15,9 @@ inline Error fieldError(const std::string& field, const std::string& problem, co
   return makeError(ErrorCode::kBadRequest, field + " " + what, {{"field", field}, {"problem", problem}});
 }
 
-inline std::string join(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
+inline std::string join(const std::string& path, const std::string& key) {
+  return path.empty() ? key : path + "." + key;
+}
 inline std::string index(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
 
 // obj[key] when present and not null; nullptr otherwise (also when obj is not an object).

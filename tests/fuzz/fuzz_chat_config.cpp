@@ -19,8 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   // Invariants the rest of the engine relies on (checkConsistency and the field bounds).
-  if (c->hidden <= 0 || c->n_heads <= 0 || c->n_kv_heads <= 0 || c->n_heads % c->n_kv_heads != 0 ||
-      c->head_dim <= 0 || c->vocab <= 0 || c->active_vocab <= 0 || c->active_vocab > c->vocab)
+  if (c->hidden <= 0 || c->n_heads <= 0 || c->n_kv_heads <= 0 || c->n_heads % c->n_kv_heads != 0 || c->head_dim <= 0 ||
+      c->vocab <= 0 || c->active_vocab <= 0 || c->active_vocab > c->vocab)
     std::abort();
   const auto params = ewgpu::expectedParams(*c);
   const ewgpu::WeightTraffic w = ewgpu::weightTraffic(*c);

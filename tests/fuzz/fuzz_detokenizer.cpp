@@ -46,9 +46,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   while (in.remaining_bytes() > 0 && ids.size() < 512) {
     // Mostly ids of the vocabulary's low (byte) range, where UTF-8 sequences are cut; sometimes any id at all.
     const uint8_t mode = in.ConsumeIntegral<uint8_t>();
-    if (mode < 160) ids.push_back(in.ConsumeIntegralInRange<int32_t>(0, 600));
-    else if (mode < 250) ids.push_back(in.ConsumeIntegralInRange<int32_t>(0, tok.vocabSize() - 1));
-    else ids.push_back(in.ConsumeIntegral<int32_t>());
+    if (mode < 160)
+      ids.push_back(in.ConsumeIntegralInRange<int32_t>(0, 600));
+    else if (mode < 250)
+      ids.push_back(in.ConsumeIntegralInRange<int32_t>(0, tok.vocabSize() - 1));
+    else
+      ids.push_back(in.ConsumeIntegral<int32_t>());
   }
   ewgpu::StreamingDetokenizer stream(tok);
   std::string streamed;

@@ -14,7 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (j.is_discarded()) return 0;
   auto tc = ewgpu::parseTensorCache(j, "tensor-cache.json");
   if (!tc) {
-    if (tc.error().code != ewgpu::ErrorCode::kInvalidModelFolder || !tc.error().detail.contains("problem")) std::abort();
+    if (tc.error().code != ewgpu::ErrorCode::kInvalidModelFolder || !tc.error().detail.contains("problem"))
+      std::abort();
     return 0;
   }
   for (const auto& t : tc->tensors) {
