@@ -51,7 +51,7 @@ int runRun(RunOptions& o) {
   std::unique_ptr<LoadProgressLine> line;
   if (!json && stderrIsTerminal()) {
     line = std::make_unique<LoadProgressLine>(o.model);
-    lo.on_progress = [&line](const LoadProgress& p) { line->update(p); };
+    lo.on_progress = [&line](const LocalLoadProgress& p) { line->update(p); };
   }
   auto eng = LocalEngine::load(*dir, lo);
   if (line) line->finish();

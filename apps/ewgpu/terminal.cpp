@@ -42,18 +42,18 @@ PullOptions terminalPullOptions(const std::string& label, bool show) {
   return po;
 }
 
-void LoadProgressLine::update(const LoadProgress& p) {
+void LoadProgressLine::update(const LocalLoadProgress& p) {
   const auto now = std::chrono::steady_clock::now();
   // Redraw at most every 100 ms, but always at a stage change (the stage's first report).
-  if (p.stage != LoadProgress::Stage::kDone && now - last_draw_ < std::chrono::milliseconds(100) &&
-      !(p.stage == LoadProgress::Stage::kPipelines && p.pipelines == 0) &&
-      !(p.stage == LoadProgress::Stage::kUpload && p.bytes_uploaded == 0))
+  if (p.stage != LocalLoadProgress::Stage::kDone && now - last_draw_ < std::chrono::milliseconds(100) &&
+      !(p.stage == LocalLoadProgress::Stage::kPipelines && p.pipelines == 0) &&
+      !(p.stage == LocalLoadProgress::Stage::kUpload && p.bytes_uploaded == 0))
     return;
   last_draw_ = now;
   const double secs = std::chrono::duration<double>(now - t0_).count();
   std::string line = "loading " + label_ + ":";
   char buf[160];
-  if (p.stage == LoadProgress::Stage::kParse) {
+  if (p.stage == LocalLoadProgress::Stage::kParse) {
     line += " parse";
   } else {
     std::snprintf(buf, sizeof buf, " parse %.0f ms | upload %s", p.parse_ms,
@@ -63,7 +63,7 @@ void LoadProgressLine::update(const LoadProgress& p) {
       std::snprintf(buf, sizeof buf, " %.0f MB/s", (double)p.bytes_uploaded / 1e6 / (p.upload_ms / 1000));
       line += buf;
     }
-    if (p.stage == LoadProgress::Stage::kPipelines || p.stage == LoadProgress::Stage::kDone) {
+    if (p.stage == LocalLoadProgress::Stage::kPipelines || p.stage == LocalLoadProgress::Stage::kDone) {
       std::snprintf(buf, sizeof buf, " | pipelines %zu", p.pipelines);
       line += buf;
     }

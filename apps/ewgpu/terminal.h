@@ -29,7 +29,7 @@ PullOptions terminalPullOptions(const std::string& label, bool show);
 class LoadProgressLine {
  public:
   explicit LoadProgressLine(std::string label) : label_(std::move(label)) {}
-  void update(const LoadProgress& p);
+  void update(const LocalLoadProgress& p);
   void finish();  // clears the line
 
  private:

@@ -24,7 +24,7 @@ Result<LocalEngine> LocalEngine::load(const std::string& dir, const LocalEngineO
   using Clock = std::chrono::steady_clock;
   auto ms = [](Clock::time_point a) { return std::chrono::duration<double, std::milli>(Clock::now() - a).count(); };
   auto t0 = Clock::now();
-  LoadProgress progress;
+  LocalLoadProgress progress;
   auto report = [&] {
     if (opts.on_progress) opts.on_progress(progress);
   };
@@ -43,7 +43,7 @@ Result<LocalEngine> LocalEngine::load(const std::string& dir, const LocalEngineO
     e.conv.emplace(std::move(*conv));
   }
   progress.parse_ms = ms(t0);
-  progress.stage = LoadProgress::Stage::kUpload;
+  progress.stage = LocalLoadProgress::Stage::kUpload;
   report();
   auto ctx = gpu::Context::create(opts.gpu);
   if (!ctx) return std::move(ctx).error();
@@ -60,7 +60,7 @@ Result<LocalEngine> LocalEngine::load(const std::string& dir, const LocalEngineO
   if (!model) return std::move(model).error();
   e.model = std::move(*model);
   progress.upload_ms = ms(t_upload);
-  progress.stage = LoadProgress::Stage::kPipelines;
+  progress.stage = LocalLoadProgress::Stage::kPipelines;
   report();
   if (opts.on_progress)
     e.ctx->setKernelCompiledHook([&](size_t n) {
@@ -73,7 +73,7 @@ Result<LocalEngine> LocalEngine::load(const std::string& dir, const LocalEngineO
   e.forward = std::move(*fwd);
   EWGPU_TRY(e.ctx->finish());
   e.load_ms = ms(t0);
-  progress.stage = LoadProgress::Stage::kDone;
+  progress.stage = LocalLoadProgress::Stage::kDone;
   report();
   return e;
 }

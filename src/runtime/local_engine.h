@@ -17,9 +17,10 @@
 
 namespace ewgpu {
 
-// Where a load is, for a progress display. Stages in order: parse (folder, tokenizer, template), upload (weights
-// to the GPU), pipelines (kernels compiled for the Forward; the count is not known before they are made).
-struct LoadProgress {
+// Where a LocalEngine load is, for a progress display (the engine API has its own LoadProgress). Stages in order:
+// parse (folder, tokenizer, template), upload (weights to the GPU), pipelines (kernels compiled for the Forward;
+// the count is not known before they are made).
+struct LocalLoadProgress {
   enum class Stage { kParse, kUpload, kPipelines, kDone };
   Stage stage = Stage::kParse;
   double parse_ms = 0;          // set from the upload stage on
@@ -32,7 +33,7 @@ struct LocalEngineOptions {
   gpu::ContextOptions gpu;
   ForwardOptions forward;
   uint64_t max_chunk_bytes = 0;
-  std::function<void(const LoadProgress&)> on_progress;  // called from the loading thread; may be empty
+  std::function<void(const LocalLoadProgress&)> on_progress;  // called from the loading thread; may be empty
 };
 
 struct LocalEngine {
