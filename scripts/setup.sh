@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config git ca-certificates
   nlohmann-json3-dev libpcre2-dev libutf8proc-dev libcurl4-openssl-dev libsqlite3-dev libgtest-dev libgmock-dev
-  libvulkan1 chromium nodejs npm python3)
+  libvulkan1 chromium nodejs npm python3 libcli11-dev clang-14 libfuzzer-14-dev)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

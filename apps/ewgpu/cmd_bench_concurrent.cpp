@@ -21,15 +21,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::vector<uint32_t> parseList(const std::string& s) {
-  std::vector<uint32_t> v;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) v.push_back((uint32_t)std::stoul(item));
-  return v;
-}
-
 std::string wordsPrompt(uint32_t n) {
   static const char* words[] = {"the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while", "rain"};
   std::string s;
@@ -90,32 +81,31 @@ Result<double> ttftOf(Engine& e, uint32_t words) {
   return r.timings.ttft_ms;
 }
 
-int runBenchConcurrent(const Args& args) {
-  const std::vector<std::string> valued = {"--streams", "--tokens", "--prompt-words", "--adapter", "--steps", "--repeat"};
-  auto pos = positionals(args, valued);
-  const bool json = hasFlag(args, "--json");
-  if (pos.empty()) {
-    std::fprintf(stderr, "usage: ewgpu bench concurrent MODEL [--streams 1,2,4] [--tokens N] [--prompt-words W] [--json]\n");
-    return 2;
-  }
-  std::vector<uint32_t> streams = parseList(flagValue(args, "--streams").value_or("1,2,4"));
-  const uint32_t tokens = (uint32_t)std::stoul(flagValue(args, "--tokens").value_or("64"));
-  const uint32_t words = (uint32_t)std::stoul(flagValue(args, "--prompt-words").value_or("32"));
-  const uint32_t repeat = (uint32_t)std::stoul(flagValue(args, "--repeat").value_or("3"));
+struct ConcurrentFlags {
+  std::string model;
+  std::vector<uint32_t> streams = {1, 2, 4};
+  uint32_t tokens = 64, words = 32, repeat = 3, steps = 16;
+  std::string adapter;
+  bool json = false;
+};
+
+int runBenchConcurrent(const ConcurrentFlags& f) {
+  const bool json = f.json;
+  const std::vector<uint32_t>& streams = f.streams;
+  const uint32_t tokens = f.tokens, words = f.words, repeat = f.repeat;
   uint32_t rows = 1;
   for (uint32_t s : streams) {
-    if (s < 1 || s > 8) return reportError(makeError(ErrorCode::kBadRequest, "--streams values must be 1..8 (the engine's rows)", {{"field", "--streams"}}), json);
     rows = std::max(rows, s);
   }
   rows = std::max<uint32_t>(rows, 2);  // the interactive-under-load runs need a row beside the background work
   EngineOptions eo;
   eo.rows = rows;
-  if (auto a = flagValue(args, "--adapter")) eo.adapter = *a;
-  eo.decode_steps = (uint32_t)std::stoul(flagValue(args, "--steps").value_or("16"));
+  eo.adapter = f.adapter;
+  eo.decode_steps = f.steps;
   auto eng = Engine::create(eo);
   if (!eng) return reportError(eng.error(), json);
   Engine& e = **eng;
-  auto info = e.load(pos[0])->wait();
+  auto info = e.load(f.model)->wait();
   if (!info) return reportError(info.error(), json);
   auto dev = e.probe();
   // Warm-up: the first request pays one-time costs (first submission of each pipeline).
@@ -196,9 +186,30 @@ int runBenchConcurrent(const Args& args) {
 }
 
 Registration reg{{"bench concurrent",
-                  "bench concurrent MODEL [--streams 1,2,4] [--tokens N] [--prompt-words W] [--steps K] [--repeat R] [--json]",
                   "the engine under concurrent callers: aggregate tok/s per stream count, interactive TTFT under load",
-                  runBenchConcurrent}};
+                  [](CLI::App& app) {
+                    auto f = std::make_shared<ConcurrentFlags>();
+                    app.add_option("MODEL", f->model, "a model folder or store id")->required();
+                    app.add_option("--streams", f->streams, "concurrent streams to measure, comma separated (1..8)")
+                        ->delimiter(',')
+                        ->check(bounded<uint32_t>(1, 8))
+                        ->capture_default_str();
+                    app.add_option("--tokens", f->tokens, "tokens generated per stream")
+                        ->check(bounded<uint32_t>(2, 1 << 16))
+                        ->capture_default_str();
+                    app.add_option("--prompt-words", f->words, "words in each prompt")
+                        ->check(bounded<uint32_t>(1, 1 << 14))
+                        ->capture_default_str();
+                    app.add_option("--steps", f->steps, "decode steps per GPU submission (K), at most")
+                        ->check(bounded<uint32_t>(1, 32))
+                        ->capture_default_str();
+                    app.add_option("--repeat", f->repeat, "repeats of each time-to-first-token measurement (best of)")
+                        ->check(bounded<uint32_t>(1, 100))
+                        ->capture_default_str();
+                    addAdapterFlag(app, f->adapter);
+                    addJsonFlag(app, f->json);
+                    return [f] { return runBenchConcurrent(*f); };
+                  }}};
 
 }  // namespace
 }  // namespace ewgpu::cli

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -18,31 +19,28 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::vector<uint32_t> parseList(const std::string& s) {
-  std::vector<uint32_t> v;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) v.push_back((uint32_t)std::stoul(item));
-  return v;
-}
+// Flags of bench decode and bench prefill (prefill uses model, adapter, activations, lengths, json).
+struct BenchFlags {
+  std::string model, adapter;
+  kernels::Activations activations = kernels::Activations::kAuto;
+  std::vector<uint32_t> steps = {1, 2, 4, 8, 16, 32}, lengths = {128, 512};
+  uint32_t tokens = 128, prompt_tokens = 16, context = 1024, profile_repeat = 20;
+  bool profile = false, json = false;
+  SamplingFlags sampling;
+};
 
 struct Setup {
   LocalEngine e;
   gpu::MicrobenchResult floor;
 };
 
-Result<Setup> setup(const Args& args, uint32_t max_steps, uint32_t context) {
-  auto pos = positionals(args, {"--steps", "--tokens", "--lengths", "--adapter", "--context", "--prompt-tokens",
-                                "--profile-repeat", "--activations", "--temperature", "--top-p", "--top-k", "--seed"});
-  if (pos.empty()) return makeError(ErrorCode::kBadRequest, "usage: ewgpu bench decode|prefill MODEL_DIR ...");
+Result<Setup> setup(const BenchFlags& f, uint32_t max_steps, uint32_t context) {
   LocalEngineOptions lo;
-  if (auto a = flagValue(args, "--adapter")) lo.gpu.adapter = *a;
+  lo.gpu.adapter = f.adapter;
   lo.forward.max_steps = max_steps;
   lo.forward.context = context;
-  auto act = activationsFlag(args);
-  if (!act) return std::move(act).error();
-  lo.forward.activations = *act;
-  auto e = LocalEngine::load(pos[0], lo);
+  lo.forward.activations = f.activations;
+  auto e = LocalEngine::load(f.model, lo);
   if (!e) return std::move(e).error();
   gpu::MicrobenchOptions mo;
   mo.repeats = 3;
@@ -135,17 +133,20 @@ int profile(LocalEngine& e, uint32_t repeat) {
   return 0;
 }
 
-int runBenchDecode(const Args& args) {
-  const bool json = hasFlag(args, "--json");
-  std::vector<uint32_t> ks = parseList(flagValue(args, "--steps").value_or("1,2,4,8,16,32"));
-  uint32_t tokens = (uint32_t)std::stoul(flagValue(args, "--tokens").value_or("128"));
-  uint32_t prompt_tokens = (uint32_t)std::stoul(flagValue(args, "--prompt-tokens").value_or("16"));
+int runBenchDecode(const BenchFlags& f) {
+  const bool json = f.json;
+  const std::vector<uint32_t>& ks = f.steps;
+  const uint32_t tokens = f.tokens, prompt_tokens = f.prompt_tokens;
+  if (prompt_tokens + tokens > f.context)
+    return usageError("--prompt-tokens + --tokens (" + std::to_string(prompt_tokens + tokens) +
+                          ") exceed --context " + std::to_string(f.context),
+                      json);
   // Greedy unless --temperature / --top-p / --top-k say otherwise (sampling costs differ: docs/benchmarks.md).
   SamplingParams sampling;
   sampling.temperature = 0;
-  applySamplingFlags(args, sampling);
+  f.sampling.applyTo(sampling);
   uint32_t maxk = *std::max_element(ks.begin(), ks.end());
-  auto s = setup(args, maxk, (uint32_t)std::stoul(flagValue(args, "--context").value_or("1024")));
+  auto s = setup(f, maxk, f.context);
   if (!s) return reportError(s.error(), json);
   LocalEngine& e = s->e;
   const ModelConfig& c = e.model->config;
@@ -183,16 +184,15 @@ int runBenchDecode(const Args& args) {
   for (const auto& r : rows)
     std::printf("%4u %10.1f %10.3f %12.3f %12.3f %12.3f %10.2f\n", r.k, r.tok_s, r.ms_per_token, r.gpu_ms_per_token,
                 r.encode_ms_per_token, r.passes_per_token, r.ms_per_token / floor_ms);
-  if (hasFlag(args, "--profile"))
-    return profile(e, (uint32_t)std::stoul(flagValue(args, "--profile-repeat").value_or("20")));
+  if (f.profile) return profile(e, f.profile_repeat);
   return 0;
 }
 
-int runBenchPrefill(const Args& args) {
-  const bool json = hasFlag(args, "--json");
-  std::vector<uint32_t> lengths = parseList(flagValue(args, "--lengths").value_or("128,512"));
+int runBenchPrefill(const BenchFlags& f) {
+  const bool json = f.json;
+  const std::vector<uint32_t>& lengths = f.lengths;
   uint32_t maxlen = *std::max_element(lengths.begin(), lengths.end());
-  auto s = setup(args, 1, std::max<uint32_t>(maxlen + 8, 1024));
+  auto s = setup(f, 1, std::max<uint32_t>(maxlen + 8, 1024));
   if (!s) return reportError(s.error(), json);
   LocalEngine& e = s->e;
   const ModelConfig& c = e.model->config;
@@ -227,10 +227,38 @@ int runBenchPrefill(const Args& args) {
   return 0;
 }
 
-Registration reg_decode{{"bench decode", "bench decode MODEL [--steps 1,2,4,8,16,32] [--tokens N] [--profile [--profile-repeat 20]] [--temperature T --top-p P --top-k K --seed S] [--activations auto|f32|int8|int16] [--json]",
-                         "decode tok/s per K against the bytes/bandwidth + dispatch floor", runBenchDecode}};
-Registration reg_prefill{{"bench prefill", "bench prefill MODEL [--lengths 128,512] [--json]",
-                          "prefill tok/s and achieved FLOP rate per prompt length", runBenchPrefill}};
+std::shared_ptr<BenchFlags> benchFlags(CLI::App& app) {
+  auto f = std::make_shared<BenchFlags>();
+  app.add_option("MODEL", f->model, "an MLC model folder")->required();
+  addAdapterFlag(app, f->adapter);
+  addActivationsFlag(app, f->activations);
+  addJsonFlag(app, f->json);
+  return f;
+}
+
+Registration reg_decode{{"bench decode", "decode tok/s per K against the bytes/bandwidth + dispatch floor", [](CLI::App& app) {
+                           auto f = benchFlags(app);
+                           app.add_option("--steps", f->steps, "decode steps per GPU sync (K) to measure, comma separated")
+                               ->delimiter(',')
+                               ->check(bounded<uint32_t>(1, 32));
+                           app.add_option("--tokens", f->tokens, "tokens generated per K")->check(bounded<uint32_t>(2, 1 << 20));
+                           app.add_option("--prompt-tokens", f->prompt_tokens, "prompt tokens before the decode")
+                               ->check(bounded<uint32_t>(1, 1 << 20));
+                           app.add_option("--context", f->context, "positions per sequence")
+                               ->check(bounded<uint32_t>(8, 1 << 20));
+                           app.add_flag("--profile", f->profile, "then time one decode step kernel by kernel");
+                           app.add_option("--profile-repeat", f->profile_repeat, "repeats of each dispatch in --profile")
+                               ->check(bounded<uint32_t>(1, 1000));
+                           addSamplingFlags(app, f->sampling);
+                           return [f] { return runBenchDecode(*f); };
+                         }}};
+Registration reg_prefill{{"bench prefill", "prefill tok/s and achieved FLOP rate per prompt length", [](CLI::App& app) {
+                            auto f = benchFlags(app);
+                            app.add_option("--lengths", f->lengths, "prompt lengths, comma separated")
+                                ->delimiter(',')
+                                ->check(bounded<uint32_t>(1, 1 << 17));
+                            return [f] { return runBenchPrefill(*f); };
+                          }}};
 
 }  // namespace
 }  // namespace ewgpu::cli

@@ -3,19 +3,26 @@
 #include "gpu/microbench.h"
 
 #include <cstdio>
+#include <memory>
 #include <iostream>
 
 namespace ewgpu::cli {
 namespace {
 
-int runBenchGpu(const Args& args) {
-  bool json = hasFlag(args, "--json");
+struct BenchGpuFlags {
+  bool json = false;
+  std::string adapter;
+  std::optional<uint64_t> bytes;
+};
+
+int runBenchGpu(const BenchGpuFlags& f) {
+  const bool json = f.json;
   gpu::ContextOptions copts;
-  if (auto a = flagValue(args, "--adapter")) copts.adapter = *a;
+  copts.adapter = f.adapter;
   auto ctx = gpu::Context::create(copts);
   if (!ctx) return reportError(ctx.error(), json);
   gpu::MicrobenchOptions o;
-  if (auto b = flagValue(args, "--bytes")) o.read_bytes = std::stoull(*b);
+  if (f.bytes) o.read_bytes = *f.bytes;
   auto r = gpu::runMicrobench(**ctx, o);
   if (!r) return reportError(r.error(), json);
   const DeviceInfo& d = (*ctx)->info();
@@ -40,8 +47,15 @@ int runBenchGpu(const Args& args) {
   return 0;
 }
 
-Registration reg{{"bench gpu", "bench gpu [--json] [--bytes N] [--adapter A]",
-                  "WebGPU micro-benchmarks: submit latency, read bandwidth, dispatch and encode cost", runBenchGpu}};
+Registration reg{{"bench gpu", "WebGPU micro-benchmarks: submit latency, read bandwidth, dispatch and encode cost",
+                  [](CLI::App& app) {
+                    auto f = std::make_shared<BenchGpuFlags>();
+                    addJsonFlag(app, f->json);
+                    addAdapterFlag(app, f->adapter);
+                    app.add_option("--bytes", f->bytes, "bytes of the streaming-read test (default: per adapter)")
+                        ->check(bounded<uint64_t>(1 << 20, 1ull << 34));
+                    return [f] { return runBenchGpu(*f); };
+                  }}};
 
 }  // namespace
 }  // namespace ewgpu::cli

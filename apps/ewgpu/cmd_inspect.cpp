@@ -1,5 +1,6 @@
 // `ewgpu inspect MODEL_DIR`: validates an MLC folder and prints what it holds and what decoding reads.
 #include <cstdio>
+#include <memory>
 
 #include "command.h"
 #include "model/model_folder.h"
@@ -13,20 +14,22 @@ std::string templateName(const nlohmann::json& t) {
   return "";
 }
 
-int runInspect(const Args& a) {
-  bool json = hasFlag(a, "--json");
-  auto pos = positionals(a, {});
-  if (pos.size() != 1)
-    return reportError(makeError(ErrorCode::kBadRequest, "usage: inspect MODEL_DIR [--json] [--md5]"), json);
-  auto f = ModelFolder::open(pos[0]);
+struct InspectFlags {
+  std::string dir;
+  bool json = false, md5 = false;
+};
+
+int runInspect(const InspectFlags& a) {
+  const bool json = a.json;
+  auto f = ModelFolder::open(a.dir);
   if (!f.ok()) return reportError(f.error(), json);
-  if (hasFlag(a, "--md5")) {
+  if (a.md5) {
     auto st = f->verifyChecksums();
     if (!st.ok()) return reportError(st.error(), json);
   }
   const ModelConfig& c = f->config();
   WeightTraffic w = weightTraffic(c);
-  nlohmann::json out = {{"dir", pos[0]},
+  nlohmann::json out = {{"dir", a.dir},
                         {"model_type", c.model_type},
                         {"architecture", archName(c.arch)},
                         {"quantization", quantName(c.quant)},
@@ -48,7 +51,7 @@ int runInspect(const Args& a) {
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
-  std::printf("%s\n", pos[0].c_str());
+  std::printf("%s\n", a.dir.c_str());
   std::printf("  architecture      %s (model_type %s), %d layers, hidden %d\n", std::string(archName(c.arch)).c_str(),
               c.model_type.c_str(), c.n_layers, c.hidden);
   std::printf("  quantization      %s\n", std::string(quantName(c.quant)).c_str());
@@ -64,9 +67,14 @@ int runInspect(const Args& a) {
   return 0;
 }
 
-Registration reg{{"inspect", "inspect MODEL_DIR [--json] [--md5]",
-                  "validate an MLC model folder and print its architecture, size and bytes read per token",
-                  runInspect}};
+Registration reg{{"inspect", "validate an MLC model folder and print its architecture, size and bytes read per token",
+                  [](CLI::App& app) {
+                    auto f = std::make_shared<InspectFlags>();
+                    app.add_option("MODEL_DIR", f->dir, "an MLC model folder")->required();
+                    app.add_flag("--md5", f->md5, "also check every shard's md5 (reads every byte)");
+                    addJsonFlag(app, f->json);
+                    return [f] { return runInspect(*f); };
+                  }}};
 
 }  // namespace
 }  // namespace ewgpu::cli

@@ -3,6 +3,7 @@
 #include "gpu/context.h"
 
 #include <cstdio>
+#include <memory>
 #include <iostream>
 
 namespace ewgpu::cli {
@@ -14,10 +15,15 @@ std::string gib(uint64_t b) {
   return s;
 }
 
-int runProbe(const Args& args) {
-  bool json = hasFlag(args, "--json");
+struct ProbeFlags {
+  bool json = false;
+  std::string adapter;
+};
+
+int runProbe(const ProbeFlags& f) {
+  const bool json = f.json;
   gpu::ContextOptions opts;
-  if (auto a = flagValue(args, "--adapter")) opts.adapter = *a;
+  opts.adapter = f.adapter;
   auto ctx = gpu::Context::create(opts);
   if (!ctx) return reportError(ctx.error(), json);
   const DeviceInfo& d = (*ctx)->info();
@@ -46,8 +52,12 @@ int runProbe(const Args& args) {
   return 0;
 }
 
-Registration reg{{"probe", "probe [--json] [--adapter auto|gpu|swiftshader]",
-                  "show the WebGPU adapter: device, backend, features, limits, memory", runProbe}};
+Registration reg{{"probe", "show the WebGPU adapter: device, backend, features, limits, memory", [](CLI::App& app) {
+                    auto f = std::make_shared<ProbeFlags>();
+                    addJsonFlag(app, f->json);
+                    addAdapterFlag(app, f->adapter);
+                    return [f] { return runProbe(*f); };
+                  }}};
 
 }  // namespace
 }  // namespace ewgpu::cli

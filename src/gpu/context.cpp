@@ -1,6 +1,10 @@
 // Context: instance/adapter/device creation, typed device errors, buffers, kernels, bind groups.
 #include "gpu/context.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdlib>
 #include <algorithm>
 #include <cstring>
@@ -166,7 +170,41 @@ Context::~Context() {
   }
 }
 
+namespace {
+std::atomic<bool> g_quiet_drivers{false};
+
+// Points stderr at /dev/null for its lifetime when driver messages are quiet (setDriverMessagesQuiet).
+class QuietStderr {
+ public:
+  QuietStderr() {
+    if (!g_quiet_drivers.load()) return;
+    std::fflush(stderr);
+    saved_ = ::dup(2);
+    const int null_fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (saved_ < 0 || null_fd < 0 || ::dup2(null_fd, 2) < 0) {
+      if (saved_ >= 0) ::close(saved_);
+      saved_ = -1;
+    }
+    if (null_fd >= 0) ::close(null_fd);
+  }
+  ~QuietStderr() {
+    if (saved_ < 0) return;
+    std::fflush(stderr);
+    ::dup2(saved_, 2);
+    ::close(saved_);
+  }
+  QuietStderr(const QuietStderr&) = delete;
+  QuietStderr& operator=(const QuietStderr&) = delete;
+
+ private:
+  int saved_ = -1;
+};
+}  // namespace
+
+void setDriverMessagesQuiet(bool quiet) { g_quiet_drivers = quiet; }
+
 Status Context::init(const ContextOptions& options) {
+  QuietStderr quiet;
   setenv("NODEVICE_SELECT", "1", 0);  // silence Mesa's device-select layer noise (dawn-abi.md §2)
   std::string mode = options.adapter;
   if (mode.empty()) {
@@ -499,6 +537,7 @@ Result<const Kernel*> Context::kernel(std::string_view name, const Constants& co
   (*k)->constants = desc;
   const Kernel* p = k->get();
   kernels_[key] = std::move(*k);
+  if (on_kernel_compiled_) on_kernel_compiled_(kernels_.size());
   return p;
 }
 

@@ -12,6 +12,7 @@
 #include "gpu/webgpu_abi.h"
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -128,6 +129,10 @@ class Context {
   // A kernel from the embedded src/kernels/<name>.wgsl, specialised by override constants, cached by
   // (name, constants). GPU_ERROR carrying the compiler's message when the WGSL or pipeline is invalid.
   Result<const Kernel*> kernel(std::string_view name, const Constants& constants = {});
+  // Kernels compiled (cache misses of kernel()) so far; `fn`, when set, is called after each one with that count
+  // (load progress: pipeline creation is most of a load on CPU adapters). Empty `fn` removes the hook.
+  size_t kernelsCompiled() const { return kernels_.size(); }
+  void setKernelCompiledHook(std::function<void(size_t compiled)> fn) { on_kernel_compiled_ = std::move(fn); }
   // The same from WGSL text (tests, tools). Not cached.
   Result<std::unique_ptr<Kernel>> compile(std::string_view name, std::string_view wgsl, const Constants& constants = {});
 
@@ -185,6 +190,7 @@ class Context {
 
   std::map<std::string, std::unique_ptr<Kernel>> kernels_;  // key: name + constants
   std::map<std::string, uint32_t> bindings_per_kernel_;
+  std::function<void(size_t)> on_kernel_compiled_;
 };
 
 // A tiny preprocessor for kernels: lines `//#if NAME`, `//#else`, `//#endif` keep or drop code depending on
@@ -202,5 +208,11 @@ std::string_view embeddedWgsl(std::string_view stem);
 
 // Probes the default adapter once per process (cached) for `ewgpu probe`, the store's device fit, ...
 Result<DeviceInfo> probeAdapterCached();
+
+// While Dawn and the Vulkan loader look for drivers (instance, adapter and device creation) they print warnings
+// to stderr on their own (three lines on a machine with no GPU driver, before SwiftShader is found). With quiet
+// set, stderr is pointed at /dev/null for that window only (the CLI does this unless --verbose); errors still
+// reach the caller as typed errors. Process-wide; off by default.
+void setDriverMessagesQuiet(bool quiet);
 
 }  // namespace ewgpu::gpu

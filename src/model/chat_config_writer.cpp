@@ -159,6 +159,16 @@ std::string_view defaultConvTemplateName(Arch a) {
 
 json mlcChatConfigJson(const ModelConfig& c) {
   json conv = c.conv_template.is_null() ? convTemplatePreset(defaultConvTemplateName(c.arch)) : c.conv_template;
+  // A preset's ids are those of the family's real tokenizer: none may name a row this model's embedding lacks
+  // (the loader rejects such a template).
+  if (conv.is_object())
+    for (const char* k : {"stop_token_ids", "system_prefix_token_ids"})
+      if (conv.contains(k) && conv[k].is_array()) {
+        json kept = json::array();
+        for (const auto& id : conv[k])
+          if (id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() < c.vocab) kept.push_back(id);
+        conv[k] = kept;
+      }
   json stops = conv.is_object() ? conv.value("stop_token_ids", json::array()) : json::array();
   json prefix = conv.is_object() ? conv.value("system_prefix_token_ids", json()) : json();
   return {{"version", "0.1.0"},

@@ -14,7 +14,8 @@ struct Part {               // one module of a (possibly fused) matrix
 
 class Uploader {
  public:
-  Uploader(gpu::Context& ctx, const ModelFolder& f, uint64_t max_chunk) : ctx_(ctx), f_(f), max_chunk_(max_chunk) {}
+  Uploader(gpu::Context& ctx, const ModelFolder& f, const UploadOptions& o)
+      : ctx_(ctx), f_(f), max_chunk_(o.max_chunk_bytes), on_bytes_(o.on_bytes) {}
 
   Result<GpuMatrix> matrix(const std::vector<Part>& parts, uint32_t k, const std::string& bias_name = "") {
     GpuMatrix m;
@@ -56,7 +57,7 @@ class Uploader {
         m.s.push_back(std::move(*sbuf));
       }
       m.rows.push_back(rows);
-      bytes_ += rows * (w_row + s_row);
+      added(rows * (w_row + s_row));
     }
     if (!bias_name.empty()) {
       auto b = vector(bias_name);
@@ -76,7 +77,7 @@ class Uploader {
     auto b = ctx_.createBuffer(v.size() * 4, gpu::BufferKind::kStorage, label);
     if (!b) return std::move(b).error();
     ctx_.write(*b, 0, v.data(), v.size() * 4);
-    bytes_ += v.size() * 4;
+    added(v.size() * 4);
     return b;
   }
 
@@ -84,6 +85,10 @@ class Uploader {
 
  private:
   static size_t padded(size_t n) { return (n + 3) & ~size_t(3); }
+  void added(uint64_t n) {
+    bytes_ += n;
+    if (on_bytes_) on_bytes_(bytes_);
+  }
   Error missing(const std::string& what) {
     return makeError(ErrorCode::kInvalidModelFolder, "tensor " + what + " missing",
                      {{"file", f_.cache().file}, {"problem", "missing_tensor"}, {"tensor", what}});
@@ -91,6 +96,7 @@ class Uploader {
   gpu::Context& ctx_;
   const ModelFolder& f_;
   uint64_t max_chunk_;
+  std::function<void(uint64_t)> on_bytes_;
   uint64_t bytes_ = 0;
 };
 
@@ -130,7 +136,7 @@ Result<std::unique_ptr<GpuModel>> uploadModel(gpu::Context& ctx, const ModelFold
   auto m = std::make_unique<GpuModel>();
   const ModelConfig& c = folder.config();
   m->config = c;
-  Uploader up(ctx, folder, opts.max_chunk_bytes);
+  Uploader up(ctx, folder, opts);
   const uint32_t H = c.hidden, D = c.head_dim, I = c.intermediate;
   EWGPU_ASSIGN(m->embed, up.matrix({{"model.embed_tokens", (uint32_t)c.vocab}}, H));
   if (!c.tie_embeddings) EWGPU_ASSIGN(m->lm_head, up.matrix({{"lm_head", (uint32_t)c.vocab}}, H));

@@ -8,6 +8,7 @@
 #include "kernels/linear.h"
 #include "model/model_folder.h"
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -54,6 +55,8 @@ struct UploadOptions {
   // Largest buffer one weight chunk may use (0 = the device's maxStorageBufferBindingSize). Tests lower it to
   // exercise the split.
   uint64_t max_chunk_bytes = 0;
+  // Called after each buffer is written with the bytes uploaded so far (load progress); may be empty.
+  std::function<void(uint64_t bytes_uploaded)> on_bytes;
 };
 
 kernels::WeightFormat weightFormatOf(Quant q);

@@ -111,17 +111,19 @@ ModelConfig finalizeWriterConfig(ModelConfig c, const TokenizerFacts& tok) {
   if (c.conv_template.is_null()) c.conv_template = convTemplatePreset(defaultConvTemplateName(c.arch));
   json& t = c.conv_template;
   if (t.is_object()) {
-    // The preset ids are those of the family's real tokenizer; use the ids of this tokenizer instead.
+    // The preset ids are those of the family's real tokenizer; use the ids of this tokenizer instead, and none
+    // where it lacks the token (a byte-level test tokenizer has no special tokens: an id of the real family's
+    // vocabulary would lie outside this model's, which the loader rejects).
     json ids = json::array();
     for (const auto& s : t.value("stop_str", json::array()))
       if (!s.is_string())
         continue;
       else if (auto it = tok.added.find(s.get<std::string>()); it != tok.added.end())
         ids.push_back(it->second);
-    if (!ids.empty()) t["stop_token_ids"] = ids;
+    t["stop_token_ids"] = ids;
     if (t.value("system_prefix_token_ids", json()).is_array()) {
-      if (auto it = tok.added.find("<|begin_of_text|>"); it != tok.added.end())
-        t["system_prefix_token_ids"] = {it->second};
+      auto it = tok.added.find("<|begin_of_text|>");
+      t["system_prefix_token_ids"] = it != tok.added.end() ? json{it->second} : json::array();
     }
   }
   if (c.tokenizer_info.is_null() || c.tokenizer_info.empty()) c.tokenizer_info = tok.info;

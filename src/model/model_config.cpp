@@ -3,6 +3,7 @@
 #include "model/model_config.h"
 
 #include <cmath>
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -25,97 +26,150 @@ Error fieldError(const std::string& file, const std::string& field, const std::s
                    {{"file", file}, {"field", field}, {"problem", problem}});
 }
 
-// Typed lookups over model_config (then the top level) with the errors the loader reports.
+const nlohmann::json kNoObject;  // FieldReader keeps references: a named null, not a temporary
+
+// Typed lookups over model_config (then the top level) with the errors the loader reports. A field present in
+// both places is type-checked in both (the first one present is used), so a bad value never hides behind a good
+// one; errors name the field where it sits ("model_config.hidden_size" or "context_window_size").
 class FieldReader {
  public:
-  FieldReader(const nlohmann::json& mc, const nlohmann::json& top, const std::string& file)
-      : mc_(mc), top_(top), file_(file) {}
+  FieldReader(const nlohmann::json& mc, const nlohmann::json& top, const std::string& file,
+              std::string top_prefix = "")
+      : mc_(mc), top_(top), file_(file), top_prefix_(std::move(top_prefix)) {}
 
+  struct Found {
+    const nlohmann::json* value;
+    std::string field;  // as named in errors
+  };
+
+  // Every non-null occurrence: model_config's first, then the top level's.
+  std::vector<Found> all(const char* name) const {
+    std::vector<Found> out;
+    if (mc_.is_object())
+      if (auto it = mc_.find(name); it != mc_.end() && !it->is_null()) out.push_back({&*it, std::string("model_config.") + name});
+    if (top_.is_object())
+      if (auto it = top_.find(name); it != top_.end() && !it->is_null()) out.push_back({&*it, top_prefix_ + name});
+    return out;
+  }
   const nlohmann::json* find(const char* name) const {
-    if (mc_.is_object()) {
-      auto it = mc_.find(name);
-      if (it != mc_.end() && !it->is_null()) return &*it;
-    }
-    auto it = top_.find(name);
-    if (it != top_.end() && !it->is_null()) return &*it;
-    return nullptr;
+    auto v = all(name);
+    return v.empty() ? nullptr : v.front().value;
   }
 
-  // A positive integer that must be present.
-  Result<int> positive(const char* name) const {
-    const nlohmann::json* v = find(name);
-    if (!v) return fieldError(file_, name, "missing_field", "is missing");
-    if (!v->is_number_integer()) return fieldError(file_, name, "wrong_type", "is not an integer");
-    int64_t x = v->get<int64_t>();
-    if (x <= 0 || x > (1ll << 30)) return fieldError(file_, name, "bad_value", "is not a positive integer");
-    return (int)x;
+  // An integer in [lo, hi] that must be present.
+  Result<int> positive(const char* name, int64_t hi = 1ll << 30) const {
+    auto v = all(name);
+    if (v.empty()) return fieldError(file_, top_prefix_ + name, "missing_field", "is missing");
+    return integerIn(v, 1, hi, 0);
   }
-  // An integer with a default; `def` also replaces 0 when zeroIsDefault (MLC dataclass defaults of 0).
-  Result<int> integer(const char* name, int def, bool zeroIsDefault = false) const {
-    const nlohmann::json* v = find(name);
-    if (!v) return def;
-    if (!v->is_number_integer()) return fieldError(file_, name, "wrong_type", "is not an integer");
-    int64_t x = v->get<int64_t>();
-    if (x == 0 && zeroIsDefault) return def;
-    return (int)x;
+  // An integer in [lo, hi] with a default; `def` also replaces 0 when zeroIsDefault (MLC dataclass defaults of 0).
+  // `alt` (when not 0) is one more allowed value outside the range (-1 for "disabled").
+  Result<int> integer(const char* name, int def, int64_t lo, int64_t hi, bool zeroIsDefault = false,
+                      int64_t alt = 0) const {
+    auto v = all(name);
+    if (v.empty()) return def;
+    auto x = integerIn(v, lo, hi, alt, zeroIsDefault);
+    if (!x) return x;
+    return *x == 0 && zeroIsDefault ? def : *x;
   }
-  Result<double> number(const char* name, std::optional<double> def) const {
-    const nlohmann::json* v = find(name);
-    if (!v) {
+  // A finite number in [lo, hi] (`open_lo`: lo itself excluded).
+  Result<double> number(const char* name, std::optional<double> def, double lo, double hi, bool open_lo = false) const {
+    auto v = all(name);
+    if (v.empty()) {
       if (def) return *def;
-      return fieldError(file_, name, "missing_field", "is missing");
+      return fieldError(file_, top_prefix_ + name, "missing_field", "is missing");
     }
-    if (!v->is_number()) return fieldError(file_, name, "wrong_type", "is not a number");
-    return v->get<double>();
+    for (const Found& f : v) {
+      if (!f.value->is_number()) return fieldError(file_, f.field, "wrong_type", "is not a number");
+      const double x = f.value->get<double>();
+      if (!std::isfinite(x) || x < lo || x > hi || (open_lo && x == lo))
+        return fieldError(file_, f.field, "bad_value",
+                          "is outside " + std::string(open_lo ? "(" : "[") + num(lo) + ", " + num(hi) + "]");
+    }
+    return v.front().value->get<double>();
   }
   Result<bool> boolean(const char* name, bool def) const {
-    const nlohmann::json* v = find(name);
-    if (!v) return def;
-    if (!v->is_boolean()) return fieldError(file_, name, "wrong_type", "is not a boolean");
-    return v->get<bool>();
+    auto v = all(name);
+    if (v.empty()) return def;
+    for (const Found& f : v)
+      if (!f.value->is_boolean()) return fieldError(file_, f.field, "wrong_type", "is not a boolean");
+    return v.front().value->get<bool>();
   }
 
  private:
+  static std::string num(double x) {
+    std::ostringstream s;
+    s << x;
+    return s.str();
+  }
+  Result<int> integerIn(const std::vector<Found>& v, int64_t lo, int64_t hi, int64_t alt,
+                        bool zeroIsDefault = false) const {
+    for (const Found& f : v) {
+      if (!f.value->is_number_integer()) return fieldError(file_, f.field, "wrong_type", "is not an integer");
+      const bool negative = f.value->is_number_integer() && !f.value->is_number_unsigned() && f.value->get<int64_t>() < 0;
+      const int64_t x = negative ? f.value->get<int64_t>()
+                                 : (int64_t)std::min<uint64_t>(f.value->get<uint64_t>(), uint64_t(1) << 62);
+      if ((x < lo || x > hi) && !(alt != 0 && x == alt) && !(zeroIsDefault && x == 0))
+        return fieldError(file_, f.field, "bad_value",
+                          "is outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]" +
+                              (alt ? " (or " + std::to_string(alt) + ")" : ""));
+    }
+    const nlohmann::json& first = *v.front().value;
+    return (int)(first.is_number_unsigned() ? (int64_t)first.get<uint64_t>() : first.get<int64_t>());
+  }
+
   const nlohmann::json& mc_;
   const nlohmann::json& top_;
   const std::string& file_;
+  std::string top_prefix_;  // how fields of `top` are named in errors ("rope_scaling.")
 };
 
 Result<std::optional<RopeScaling>> parseRopeScaling(const FieldReader& f, const std::string& file) {
   const nlohmann::json* v = f.find("rope_scaling");
   if (!v) return std::optional<RopeScaling>{};
   if (!v->is_object()) return fieldError(file, "rope_scaling", "wrong_type", "is not an object");
-  std::string type = v->value("rope_type", v->value("type", std::string("default")));
+  std::string type = "default";
+  for (const char* k : {"type", "rope_type"}) {  // rope_type wins when both are there
+    auto it = v->find(k);
+    if (it == v->end() || it->is_null()) continue;
+    if (!it->is_string()) return fieldError(file, std::string("rope_scaling.") + k, "wrong_type", "is not a string");
+    type = it->get<std::string>();
+  }
   if (type == "default") return std::optional<RopeScaling>{};
   if (type != "llama3") return fieldError(file, "rope_scaling", "unsupported", "has unsupported type " + type);
   RopeScaling rs;
   rs.rope_type = type;
-  for (const char* k : {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"})
-    if (!v->contains(k) || !(*v)[k].is_number())
-      return fieldError(file, std::string("rope_scaling.") + k, "missing_field", "is missing");
-  rs.factor = (*v)["factor"].get<float>();
-  rs.low_freq_factor = (*v)["low_freq_factor"].get<float>();
-  rs.high_freq_factor = (*v)["high_freq_factor"].get<float>();
-  rs.original_max_position_embeddings = (*v)["original_max_position_embeddings"].get<int>();
+  FieldReader scaling(kNoObject, *v, file, "rope_scaling.");
+  double x;
+  EWGPU_ASSIGN(x, scaling.number("factor", std::nullopt, 0, 1e6, true));
+  rs.factor = (float)x;
+  EWGPU_ASSIGN(x, scaling.number("low_freq_factor", std::nullopt, 0, 1e6, true));
+  rs.low_freq_factor = (float)x;
+  EWGPU_ASSIGN(x, scaling.number("high_freq_factor", std::nullopt, 0, 1e6, true));
+  rs.high_freq_factor = (float)x;
+  if (rs.high_freq_factor == rs.low_freq_factor)
+    return fieldError(file, "rope_scaling.high_freq_factor", "bad_value", "equals low_freq_factor");
+  EWGPU_ASSIGN(rs.original_max_position_embeddings, scaling.positive("original_max_position_embeddings"));
   return std::optional<RopeScaling>{rs};
 }
 
 Status parseDims(const FieldReader& f, ModelConfig& c) {
-  EWGPU_ASSIGN(c.hidden, f.positive("hidden_size"));
-  EWGPU_ASSIGN(c.intermediate, f.positive("intermediate_size"));
-  EWGPU_ASSIGN(c.n_layers, f.positive("num_hidden_layers"));
-  EWGPU_ASSIGN(c.n_heads, f.positive("num_attention_heads"));
-  EWGPU_ASSIGN(c.vocab, f.positive("vocab_size"));
-  EWGPU_ASSIGN(c.n_kv_heads, f.integer("num_key_value_heads", c.n_heads, true));
+  // Bounds keep every product the engine forms (rows x cols of a matrix, a shard's bytes) inside int64.
+  EWGPU_ASSIGN(c.hidden, f.positive("hidden_size", 1 << 20));
+  EWGPU_ASSIGN(c.intermediate, f.positive("intermediate_size", 1 << 22));
+  EWGPU_ASSIGN(c.n_layers, f.positive("num_hidden_layers", 1 << 12));
+  EWGPU_ASSIGN(c.n_heads, f.positive("num_attention_heads", 1 << 12));
+  EWGPU_ASSIGN(c.vocab, f.positive("vocab_size", 1 << 24));
+  EWGPU_ASSIGN(c.n_kv_heads, f.integer("num_key_value_heads", c.n_heads, 1, 1 << 12, true));
   int defHeadDim = c.arch == Arch::kQwen3_5 ? 256 : c.hidden / c.n_heads;
-  EWGPU_ASSIGN(c.head_dim, f.integer("head_dim", defHeadDim, true));
+  EWGPU_ASSIGN(c.head_dim, f.integer("head_dim", defHeadDim, 1, 1 << 14, true));
   double eps;
-  EWGPU_ASSIGN(eps, f.number("rms_norm_eps", std::nullopt));
+  EWGPU_ASSIGN(eps, f.number("rms_norm_eps", std::nullopt, 0, 1, true));
   c.rms_eps = (float)eps;
   double defTheta = c.arch == Arch::kQwen3_5 ? 1e7 : 10000.0;
   // qwen* spell the RoPE base rope_theta, llama/mistral position_embedding_base.
   const char* thetaName = f.find("rope_theta") ? "rope_theta" : "position_embedding_base";
-  EWGPU_ASSIGN(c.rope_theta, f.number(thetaName, defTheta));
+  EWGPU_ASSIGN(c.rope_theta, f.number(thetaName, defTheta, 0, 1e15, true));
   return {};
 }
 
@@ -129,18 +183,15 @@ Status parseArchFlags(const FieldReader& f, const std::string& file, ModelConfig
   c.qk_norm = c.arch == Arch::kQwen3 || c.arch == Arch::kQwen3_5;
   EWGPU_ASSIGN(c.rope_scaling, parseRopeScaling(f, file));
   if (c.arch != Arch::kQwen3_5) return {};
-  EWGPU_ASSIGN(c.lin_k_heads, f.positive("linear_num_key_heads"));
-  EWGPU_ASSIGN(c.lin_v_heads, f.positive("linear_num_value_heads"));
-  EWGPU_ASSIGN(c.lin_k_dim, f.positive("linear_key_head_dim"));
-  EWGPU_ASSIGN(c.lin_v_dim, f.positive("linear_value_head_dim"));
-  EWGPU_ASSIGN(c.lin_conv_kernel, f.integer("linear_conv_kernel_dim", 4));
-  EWGPU_ASSIGN(c.full_attention_interval, f.integer("full_attention_interval", 4));
+  EWGPU_ASSIGN(c.lin_k_heads, f.positive("linear_num_key_heads", 1 << 12));
+  EWGPU_ASSIGN(c.lin_v_heads, f.positive("linear_num_value_heads", 1 << 12));
+  EWGPU_ASSIGN(c.lin_k_dim, f.positive("linear_key_head_dim", 1 << 14));
+  EWGPU_ASSIGN(c.lin_v_dim, f.positive("linear_value_head_dim", 1 << 14));
+  EWGPU_ASSIGN(c.lin_conv_kernel, f.integer("linear_conv_kernel_dim", 4, 1, 64));
+  EWGPU_ASSIGN(c.full_attention_interval, f.integer("full_attention_interval", 4, 1, 1 << 12));
   double prf;
-  EWGPU_ASSIGN(prf, f.number("partial_rotary_factor", 0.25));
+  EWGPU_ASSIGN(prf, f.number("partial_rotary_factor", 0.25, 0, 1, true));
   c.partial_rotary_factor = (float)prf;
-  if (c.lin_conv_kernel <= 0) return fieldError(file, "linear_conv_kernel_dim", "bad_value", "must be positive");
-  if (c.full_attention_interval <= 0)
-    return fieldError(file, "full_attention_interval", "bad_value", "must be positive");
   if (c.lin_v_heads % c.lin_k_heads != 0)
     return fieldError(file, "linear_num_value_heads", "bad_value", "is not a multiple of linear_num_key_heads");
   return {};
@@ -159,31 +210,59 @@ Status checkConsistency(const std::string& file, const ModelConfig& c) {
   return {};
 }
 
+// The conv_template object's token id lists: integers inside the vocabulary (the rest of the object is checked
+// by ConvTemplate::fromJson in the tokenizer layer).
+Status checkTemplateIdFields(const nlohmann::json& t, const std::string& file, int vocab) {
+  if (!t.is_object()) return {};
+  for (const char* k : {"system_prefix_token_ids", "stop_token_ids"}) {
+    auto it = t.find(k);
+    if (it == t.end() || it->is_null()) continue;
+    const std::string field = std::string("conv_template.") + k;
+    if (!it->is_array()) return fieldError(file, field, "wrong_type", "is not an array");
+    for (const auto& id : *it) {
+      if (!id.is_number_integer()) return fieldError(file, field, "wrong_type", "holds a non-integer");
+      const bool neg = !id.is_number_unsigned() && id.get<int64_t>() < 0;
+      if (neg || id.get<uint64_t>() >= (uint64_t)vocab) {
+        Error e = fieldError(file, field, "outside_vocabulary",
+                             "holds " + id.dump() + ", outside the vocabulary of " + std::to_string(vocab) + " tokens");
+        e.detail["id"] = id;
+        e.detail["vocab_size"] = vocab;
+        return e;
+      }
+    }
+  }
+  return {};
+}
+
 Status parseRuntime(const FieldReader& f, const nlohmann::json& j, const std::string& file, ModelConfig& c) {
-  EWGPU_ASSIGN(c.context_window, f.integer("context_window_size", -1));
-  EWGPU_ASSIGN(c.prefill_chunk, f.integer("prefill_chunk_size", 0));
-  EWGPU_ASSIGN(c.sliding_window, f.integer("sliding_window_size", -1));
+  constexpr int64_t kMaxPositions = 1 << 30;
+  EWGPU_ASSIGN(c.context_window, f.integer("context_window_size", -1, 1, kMaxPositions, false, -1));
+  EWGPU_ASSIGN(c.prefill_chunk, f.integer("prefill_chunk_size", 0, 0, kMaxPositions));
+  EWGPU_ASSIGN(c.sliding_window, f.integer("sliding_window_size", -1, 1, kMaxPositions, false, -1));
   if (c.context_window <= 0 && c.sliding_window <= 0)
-    return fieldError(file, "context_window_size", "bad_value", "is not positive and there is no sliding_window_size");
-  if (c.context_window == 0 || c.context_window < -1)
-    return fieldError(file, "context_window_size", "bad_value", "must be positive (or -1 with a sliding window)");
-  EWGPU_ASSIGN(c.active_vocab, f.integer("active_vocab_size", c.vocab, true));
-  FieldReader top(nlohmann::json(), j, file);  // sampling fields are top-level only
+    return fieldError(file, "context_window_size", "bad_value", "is -1 and there is no sliding_window_size");
+  EWGPU_ASSIGN(c.active_vocab, f.integer("active_vocab_size", c.vocab, 1, 1 << 24, true));
+  FieldReader top(kNoObject, j, file);  // sampling fields are top-level only; ranges as SamplingParams
   double v;
-  EWGPU_ASSIGN(v, top.number("temperature", 1.0));
+  EWGPU_ASSIGN(v, top.number("temperature", 1.0, 0, 100));
   c.temperature = (float)v;
-  EWGPU_ASSIGN(v, top.number("top_p", 1.0));
+  EWGPU_ASSIGN(v, top.number("top_p", 1.0, 0, 1, true));
   c.top_p = (float)v;
-  EWGPU_ASSIGN(v, top.number("presence_penalty", 0.0));
+  EWGPU_ASSIGN(v, top.number("presence_penalty", 0.0, -2, 2));
   c.presence_penalty = (float)v;
-  EWGPU_ASSIGN(v, top.number("frequency_penalty", 0.0));
+  EWGPU_ASSIGN(v, top.number("frequency_penalty", 0.0, -2, 2));
   c.frequency_penalty = (float)v;
-  EWGPU_ASSIGN(v, top.number("repetition_penalty", 1.0));
+  EWGPU_ASSIGN(v, top.number("repetition_penalty", 1.0, 0, 100, true));
   c.repetition_penalty = (float)v;
-  c.conv_template = j.value("conv_template", nlohmann::json());
+  if (auto it = j.find("conv_template"); it != j.end()) c.conv_template = *it;
   if (!c.conv_template.is_null() && !c.conv_template.is_object() && !c.conv_template.is_string())
     return fieldError(file, "conv_template", "wrong_type", "is neither an object nor a name");
-  c.tokenizer_info = j.value("tokenizer_info", nlohmann::json::object());
+  EWGPU_TRY(checkTemplateIdFields(c.conv_template, file, c.vocab));
+  c.tokenizer_info = nlohmann::json::object();
+  if (auto it = j.find("tokenizer_info"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) return fieldError(file, "tokenizer_info", "wrong_type", "is not an object");
+    c.tokenizer_info = *it;
+  }
   if (auto it = j.find("tokenizer_files"); it != j.end() && !it->is_null()) {
     if (!it->is_array()) return fieldError(file, "tokenizer_files", "wrong_type", "is not an array");
     for (const auto& s : *it) {
@@ -249,18 +328,21 @@ static Result<ModelConfig> parseModelConfigUnchecked(const nlohmann::json& j, co
   ModelConfig c;
   c.raw = j;
   auto mt = j.find("model_type");
-  if (mt == j.end() || !mt->is_string()) return fieldError(path, "model_type", "missing_field", "is missing");
+  if (mt == j.end() || mt->is_null()) return fieldError(path, "model_type", "missing_field", "is missing");
+  if (!mt->is_string()) return fieldError(path, "model_type", "wrong_type", "is not a string");
   c.model_type = mt->get<std::string>();
   auto arch = archFromName(c.model_type);
   if (!arch) return fieldError(path, "model_type", "unsupported", "names an unsupported architecture");
   c.arch = *arch;
   auto qn = j.find("quantization");
-  if (qn == j.end() || !qn->is_string()) return fieldError(path, "quantization", "missing_field", "is missing");
+  if (qn == j.end() || qn->is_null()) return fieldError(path, "quantization", "missing_field", "is missing");
+  if (!qn->is_string()) return fieldError(path, "quantization", "wrong_type", "is not a string");
   auto quant = quantFromName(qn->get<std::string>());
   if (!quant) return fieldError(path, "quantization", "unsupported", "names an unsupported quantization");
   c.quant = *quant;
   auto mc = j.find("model_config");
-  if (mc == j.end() || !mc->is_object()) return fieldError(path, "model_config", "missing_field", "is missing");
+  if (mc == j.end() || mc->is_null()) return fieldError(path, "model_config", "missing_field", "is missing");
+  if (!mc->is_object()) return fieldError(path, "model_config", "wrong_type", "is not an object");
   FieldReader f(*mc, j, path);
   EWGPU_TRY(parseDims(f, c));
   EWGPU_TRY(parseArchFlags(f, path, c));

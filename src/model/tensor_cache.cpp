@@ -24,35 +24,54 @@ bool isUint(const nlohmann::json& v) {
   return v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0);
 }
 
+// A record field that is missing or of the wrong type: bad_record naming the tensor and the field.
+Error recordFieldError(const std::string& file, const std::string& tensor, const std::string& field,
+                       const std::string& what) {
+  return cacheError(file, "bad_record", (tensor.empty() ? std::string("a record") : tensor) + ": " + field + " " + what,
+                    {{"tensor", tensor}, {"field", "records[].records[]." + field}});
+}
+
+// Largest element count a record may declare: keeps numel * itemsize and every offset inside uint64.
+constexpr uint64_t kMaxNumel = uint64_t(1) << 48;
+
 Result<TensorInfo> parseRecord(const nlohmann::json& r, const std::string& file, int shard, uint64_t shardBytes,
                                const std::string& dataPath) {
-  if (!r.is_object() || !r.contains("name") || !r["name"].is_string())
-    return cacheError(file, "bad_record", "a record has no name");
+  if (!r.is_object()) return recordFieldError(file, "", "entry", "is not an object");
+  if (!r.contains("name") || !r["name"].is_string()) return recordFieldError(file, "", "name", "is missing or not a string");
   TensorInfo t;
   t.name = r["name"].get<std::string>();
   nlohmann::json who = {{"tensor", t.name}};
   if (!r.contains("shape") || !r["shape"].is_array())
-    return cacheError(file, "bad_record", t.name + " has no shape", who);
+    return recordFieldError(file, t.name, "shape", "is missing or not an array");
+  uint64_t numel = 1;
   for (const auto& d : r["shape"]) {
-    if (!isUint(d)) return cacheError(file, "bad_record", t.name + " has a bad shape", who);
-    t.shape.push_back(d.get<int64_t>());
+    if (!isUint(d)) return recordFieldError(file, t.name, "shape", "holds a value that is not a non-negative integer");
+    const uint64_t dim = d.get<uint64_t>();
+    if (dim > kMaxNumel || (dim && numel > kMaxNumel / dim))
+      return recordFieldError(file, t.name, "shape", "has more than 2^48 elements");
+    numel *= dim;
+    t.shape.push_back((int64_t)dim);
   }
   if (!r.contains("dtype") || !r["dtype"].is_string())
-    return cacheError(file, "bad_record", t.name + " has no dtype", who);
+    return recordFieldError(file, t.name, "dtype", "is missing or not a string");
   auto dt = dtypeFromName(r["dtype"].get<std::string>());
   if (!dt) {
     who["dtype"] = r["dtype"];
     return cacheError(file, "unknown_dtype", t.name + " has unknown dtype " + r["dtype"].get<std::string>(), who);
   }
   t.dtype = *dt;
-  t.format = r.value("format", std::string("raw"));
+  t.format = "raw";
+  if (auto it = r.find("format"); it != r.end() && !it->is_null()) {
+    if (!it->is_string()) return recordFieldError(file, t.name, "format", "is not a string");
+    t.format = it->get<std::string>();
+  }
   if (t.format != "raw" && t.format != "f32-to-bf16") {
     who["format"] = t.format;
     return cacheError(file, "unknown_format", t.name + " has unknown format " + t.format, who);
   }
   t.f32_as_bf16 = t.format == "f32-to-bf16" && t.dtype == DType::kF32;
-  if (!r.contains("nbytes") || !isUint(r["nbytes"]) || !r.contains("byteOffset") || !isUint(r["byteOffset"]))
-    return cacheError(file, "bad_record", t.name + " lacks nbytes/byteOffset", who);
+  for (const char* k : {"nbytes", "byteOffset"})
+    if (!r.contains(k) || !isUint(r[k])) return recordFieldError(file, t.name, k, "is missing or not a non-negative integer");
   t.nbytes = r["nbytes"].get<uint64_t>();
   t.byte_offset = r["byteOffset"].get<uint64_t>();
   t.shard = shard;
@@ -116,27 +135,52 @@ int64_t TensorInfo::numel() const {
   return n;
 }
 
+// A shard entry's field that is missing or of the wrong type.
+static Error shardFieldError(const std::string& file, const std::string& field, const std::string& what,
+                      const std::string& shard = "") {
+  nlohmann::json d = {{"field", "records[]." + field}};
+  if (!shard.empty()) d["shard"] = shard;
+  return cacheError(file, "bad_schema", (shard.empty() ? std::string("a shard entry") : shard) + ": " + field + " " + what,
+                    d);
+}
+
 static Result<TensorCache> parseTensorCacheUnchecked(const nlohmann::json& j, const std::string& file) {
-  if (!j.is_object() || !j.contains("records") || !j["records"].is_array())
-    return cacheError(file, "bad_schema", "no records array");
+  if (!j.is_object()) return cacheError(file, "bad_schema", "the document is not a JSON object", {{"field", ""}});
+  if (!j.contains("records") || !j["records"].is_array())
+    return cacheError(file, "bad_schema", "records is missing or not an array", {{"field", "records"}});
   TensorCache tc;
   tc.file = file;
-  tc.metadata = j.value("metadata", nlohmann::json::object());
+  tc.metadata = nlohmann::json::object();
+  if (auto it = j.find("metadata"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) return cacheError(file, "bad_schema", "metadata is not an object", {{"field", "metadata"}});
+    tc.metadata = *it;
+  }
   std::unordered_map<std::string, int> seen;
   for (const auto& s : j["records"]) {
-    if (!s.is_object() || !s.contains("dataPath") || !s["dataPath"].is_string() || !s.contains("nbytes") ||
-        !isUint(s["nbytes"]) || !s.contains("records") || !s["records"].is_array())
-      return cacheError(file, "bad_schema", "a shard entry lacks dataPath/nbytes/records");
+    if (!s.is_object()) return shardFieldError(file, "entry", "is not an object");
+    if (!s.contains("dataPath") || !s["dataPath"].is_string())
+      return shardFieldError(file, "dataPath", "is missing or not a string");
     ShardInfo sh;
     sh.data_path = s["dataPath"].get<std::string>();
+    if (!s.contains("nbytes") || !isUint(s["nbytes"]))
+      return shardFieldError(file, "nbytes", "is missing or not a non-negative integer", sh.data_path);
+    if (!s.contains("records") || !s["records"].is_array())
+      return shardFieldError(file, "records", "is missing or not an array", sh.data_path);
     sh.nbytes = s["nbytes"].get<uint64_t>();
     if (sh.data_path.empty() || sh.data_path.find("..") != std::string::npos || sh.data_path[0] == '/')
-      return cacheError(file, "bad_schema", "shard path escapes the folder", {{"shard", sh.data_path}});
-    std::string fmt = s.value("format", std::string("raw-shard"));
+      return cacheError(file, "bad_schema", "shard path escapes the folder", {{"shard", sh.data_path}, {"field", "records[].dataPath"}});
+    std::string fmt = "raw-shard";
+    if (auto it = s.find("format"); it != s.end() && !it->is_null()) {
+      if (!it->is_string()) return shardFieldError(file, "format", "is not a string", sh.data_path);
+      fmt = it->get<std::string>();
+    }
     if (fmt != "raw-shard")
       return cacheError(file, "unknown_format", "shard " + sh.data_path + " has format " + fmt,
                         {{"shard", sh.data_path}, {"format", fmt}});
-    if (s.contains("md5sum") && s["md5sum"].is_string()) sh.md5 = s["md5sum"].get<std::string>();
+    if (auto it = s.find("md5sum"); it != s.end() && !it->is_null()) {
+      if (!it->is_string()) return shardFieldError(file, "md5sum", "is not a string", sh.data_path);
+      sh.md5 = it->get<std::string>();
+    }
     int shard = (int)tc.shards.size();
     size_t first = tc.tensors.size();
     for (const auto& r : s["records"]) {

@@ -4,8 +4,31 @@
 
 namespace ewgpu {
 
+Status checkTemplateIds(const ConvTemplate& conv, int vocab) {
+  for (auto [field, ids] : {std::pair{"conv_template.system_prefix_token_ids", &conv.systemPrefixTokenIds()},
+                            {"conv_template.stop_token_ids", &conv.stopTokenIds()}})
+    for (int32_t id : *ids)
+      if (id < 0 || id >= vocab)
+        return makeError(ErrorCode::kInvalidModelFolder,
+                         std::string("mlc-chat-config.json: ") + field + " holds " + std::to_string(id) +
+                             ", outside the vocabulary of " + std::to_string(vocab) + " tokens",
+                         {{"file", "mlc-chat-config.json"},
+                          {"field", field},
+                          {"problem", "outside_vocabulary"},
+                          {"id", id},
+                          {"vocab_size", vocab}});
+  return {};
+}
+
 Result<LocalEngine> LocalEngine::load(const std::string& dir, const LocalEngineOptions& opts) {
-  auto t0 = std::chrono::steady_clock::now();
+  using Clock = std::chrono::steady_clock;
+  auto ms = [](Clock::time_point a) { return std::chrono::duration<double, std::milli>(Clock::now() - a).count(); };
+  auto t0 = Clock::now();
+  LocalLoadProgress progress;
+  auto report = [&] {
+    if (opts.on_progress) opts.on_progress(progress);
+  };
+  report();
   LocalEngine e;
   auto folder = ModelFolder::open(dir);
   if (!folder) return std::move(folder).error();
@@ -16,19 +39,42 @@ Result<LocalEngine> LocalEngine::load(const std::string& dir, const LocalEngineO
   if (!e.folder->config().conv_template.is_null()) {
     auto conv = ConvTemplate::fromJson(e.folder->config().conv_template);
     if (!conv) return std::move(conv).error();
+    EWGPU_TRY(checkTemplateIds(*conv, e.folder->config().vocab));
     e.conv.emplace(std::move(*conv));
   }
+  progress.parse_ms = ms(t0);
+  progress.stage = LocalLoadProgress::Stage::kUpload;
+  report();
   auto ctx = gpu::Context::create(opts.gpu);
   if (!ctx) return std::move(ctx).error();
   e.ctx = std::move(*ctx);
-  auto model = uploadModel(*e.ctx, *e.folder, {opts.max_chunk_bytes});
+  const auto t_upload = Clock::now();
+  UploadOptions uo{opts.max_chunk_bytes};
+  if (opts.on_progress)
+    uo.on_bytes = [&](uint64_t bytes) {
+      progress.bytes_uploaded = bytes;
+      progress.upload_ms = ms(t_upload);
+      report();
+    };
+  auto model = uploadModel(*e.ctx, *e.folder, uo);
   if (!model) return std::move(model).error();
   e.model = std::move(*model);
+  progress.upload_ms = ms(t_upload);
+  progress.stage = LocalLoadProgress::Stage::kPipelines;
+  report();
+  if (opts.on_progress)
+    e.ctx->setKernelCompiledHook([&](size_t n) {
+      progress.pipelines = n;
+      report();
+    });
   auto fwd = Forward::create(*e.ctx, *e.model, opts.forward);
+  e.ctx->setKernelCompiledHook({});
   if (!fwd) return std::move(fwd).error();
   e.forward = std::move(*fwd);
   EWGPU_TRY(e.ctx->finish());
-  e.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  e.load_ms = ms(t0);
+  progress.stage = LocalLoadProgress::Stage::kDone;
+  report();
   return e;
 }
 

@@ -11,15 +11,29 @@
 #include "tokenizer/conv_template.h"
 #include "tokenizer/tokenizer.h"
 
+#include <functional>
 #include <memory>
 #include <optional>
 
 namespace ewgpu {
 
+// Where a LocalEngine load is, for a progress display (the engine API has its own LoadProgress). Stages in order:
+// parse (folder, tokenizer, template), upload (weights to the GPU), pipelines (kernels compiled for the Forward;
+// the count is not known before they are made).
+struct LocalLoadProgress {
+  enum class Stage { kParse, kUpload, kPipelines, kDone };
+  Stage stage = Stage::kParse;
+  double parse_ms = 0;          // set from the upload stage on
+  uint64_t bytes_uploaded = 0;  // so far
+  double upload_ms = 0;         // time spent uploading so far
+  size_t pipelines = 0;         // kernels compiled so far
+};
+
 struct LocalEngineOptions {
   gpu::ContextOptions gpu;
   ForwardOptions forward;
   uint64_t max_chunk_bytes = 0;
+  std::function<void(const LocalLoadProgress&)> on_progress;  // called from the loading thread; may be empty
 };
 
 struct LocalEngine {
@@ -31,8 +45,14 @@ struct LocalEngine {
   std::optional<ConvTemplate> conv;
   double load_ms = 0;
 
+  // Validates the folder, its tokenizer and its conversation template (whose token ids must lie inside the
+  // vocabulary: INVALID_MODEL_FOLDER otherwise) before any GPU work, then uploads and builds the Forward.
   static Result<LocalEngine> load(const std::string& dir, const LocalEngineOptions& opts);
 };
+
+// INVALID_MODEL_FOLDER {file: mlc-chat-config.json, field, problem: "outside_vocabulary", id, vocab_size} when a
+// template's system_prefix_token_ids or stop_token_ids name an id the model has no embedding row for.
+Status checkTemplateIds(const ConvTemplate& conv, int vocab);
 
 // Sampling defaults of a folder: temperature, top_p and penalties from mlc-chat-config.json; stop token ids
 // from the conversation template (e.g. Qwen3.8-2B: 0.6, 0.95, [248046, 248044]).

@@ -99,29 +99,54 @@ Result<std::string> md5OfFile(const std::string& path) {
   return md5.hexDigest();
 }
 
-FileLock::~FileLock() {
-  if (fd_ >= 0) ::close(fd_);  // closing the description releases the flock
+void FileLock::release() {
+  if (fd_ < 0) return;
+  // Unlinked while still held: a process waiting on this file finds, once it gets the flock, that the path no
+  // longer names the file it locked, and starts over on a fresh one (acquire). So no lock file outlives its use.
+  ::unlink(path_.c_str());
+  ::close(fd_);  // closing the description releases the flock
+  fd_ = -1;
 }
+
+FileLock::~FileLock() { release(); }
 
 FileLock& FileLock::operator=(FileLock&& o) noexcept {
   if (this != &o) {
-    if (fd_ >= 0) ::close(fd_);
+    release();
     fd_ = o.fd_;
+    path_ = std::move(o.path_);
     o.fd_ = -1;
   }
   return *this;
 }
 
 Result<FileLock> FileLock::acquire(const std::string& path, const std::atomic<bool>* cancel) {
-  FileLock lock;
-  lock.fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock.fd_ < 0) return ioError("open", path, errno);
-  while (::flock(lock.fd_, LOCK_EX | LOCK_NB) != 0) {
-    if (errno != EWOULDBLOCK && errno != EINTR) return ioError("flock", path, errno);
-    if (cancel && cancel->load()) return makeError(ErrorCode::kCancelled, "cancelled while waiting for " + path);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (;;) {
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return ioError("open", path, errno);
+    while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      if (err != EWOULDBLOCK && err != EINTR) {
+        ::close(fd);
+        return ioError("flock", path, err);
+      }
+      if (cancel && cancel->load()) {
+        ::close(fd);
+        return makeError(ErrorCode::kCancelled, "cancelled while waiting for " + path);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    // The holder before us may have unlinked the file (release): then our flock guards nothing; retry.
+    struct stat held {}, named {};
+    if (::fstat(fd, &held) == 0 && ::stat(path.c_str(), &named) == 0 && held.st_dev == named.st_dev &&
+        held.st_ino == named.st_ino) {
+      FileLock lock;
+      lock.fd_ = fd;
+      lock.path_ = path;
+      return lock;
+    }
+    ::close(fd);
   }
-  return lock;
 }
 
 }  // namespace ewgpu

@@ -30,19 +30,23 @@ Status commitFile(const std::string& tmp, const std::string& final_path);
 Result<std::string> md5OfFile(const std::string& path);
 
 // An exclusive flock on `path` (created if needed), held until destruction. Works between threads of one
-// process too (each FileLock opens its own file description). Waits, polling `cancel` every 20 ms.
+// process too (each FileLock opens its own file description). Waits, polling `cancel` every 20 ms. The file is
+// removed when the lock is released (a waiter that then holds an unlinked file retries on a fresh one), so no
+// lock file is left behind once nobody holds it.
 class FileLock {
  public:
   FileLock() = default;
   ~FileLock();
-  FileLock(FileLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  FileLock(FileLock&& o) noexcept : fd_(o.fd_), path_(std::move(o.path_)) { o.fd_ = -1; }
   FileLock& operator=(FileLock&& o) noexcept;
   FileLock(const FileLock&) = delete;
   FileLock& operator=(const FileLock&) = delete;
   static Result<FileLock> acquire(const std::string& path, const std::atomic<bool>* cancel = nullptr);
 
  private:
+  void release();
   int fd_ = -1;
+  std::string path_;
 };
 
 }  // namespace ewgpu

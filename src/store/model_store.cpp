@@ -198,7 +198,17 @@ Result<std::string> ModelStore::resolve(const std::string& x) {
     id = (*found)->id;
   }
   auto rec = record(id);
-  if (!rec) return std::move(rec).error();
+  if (!rec) {
+    // Not an id the store knows; if it reads as a path, say that the folder is not there.
+    const bool path_like = x.find('/') != std::string::npos || x.starts_with(".") || x.starts_with("~");
+    if (rec.error().code == ErrorCode::kUnknownModel && path_like && !isHttpUrl(x)) {
+      const bool exists = ::stat(x.c_str(), &st) == 0;
+      return makeError(ErrorCode::kInvalidModelFolder,
+                       exists ? x + " is not a folder" : "no such model folder: " + x,
+                       {{"file", x}, {"problem", exists ? "not_a_directory" : "missing"}});
+    }
+    return std::move(rec).error();
+  }
   EWGPU_TRY(verify(id));
   return rec->dir;
 }

@@ -61,6 +61,8 @@ class ModelStore {
   // Validates `folder` whole, then links/copies its files into the cache and registers it (source local).
   Result<ModelRecord> addLocal(const std::string& folder, const std::string& id = "");
   // pull: `id_or_url` is a registered id, a catalogue id, or a URL (registered first, under `id` if given).
+  // A first pull that fails before any model data arrives leaves no record and no files behind; one that fails
+  // (or is cancelled) later keeps its record, state "partial", and the next pull resumes.
   Result<ModelRecord> pull(const std::string& id_or_url, const std::string& id = "", const PullOptions& po = {});
   // Fills the cache of a known id (registry or catalogue). No GPU involved.
   Status prefetch(const std::string& id, const PullOptions& po = {});
@@ -75,7 +77,9 @@ class ModelStore {
   Status remove(const std::string& id);  // frees the files and forgets the record
   Result<std::vector<ModelListing>> list();
   // The folder to load from: a model folder path is returned as is (after validation); an id or a registered
-  // URL must be cached (verify), else CACHE_INCOMPLETE; an unknown id is UNKNOWN_MODEL. Never downloads.
+  // URL must be cached (verify), else CACHE_INCOMPLETE; an unknown id is UNKNOWN_MODEL, and an unknown name that
+  // reads as a path (has a '/', starts with '.' or '~') that is no folder is INVALID_MODEL_FOLDER {file, problem:
+  // "missing" | "not_a_directory"}. Never downloads.
   Result<std::string> resolve(const std::string& id_or_url_or_path);
 
   Registry& registry() { return *registry_; }
@@ -88,6 +92,9 @@ class ModelStore {
   Status download(ModelRecord& rec, const PullOptions& po);
   Status fetchManifest(ModelRecord& rec, const std::string& base, Downloader& dl);
   Status linkLocalFiles(const std::string& folder, const ModelRecord& rec);
+  // After a failed first pull of `rec`: when no model data reached the disk (only manifests, or nothing), its
+  // folder and record are removed, so a 404, a refused connection or a bad manifest leaves no ghost in list().
+  void forgetFailedPull(const ModelRecord& rec);
 
   std::string cache_dir_;
   StoreOptions opts_;

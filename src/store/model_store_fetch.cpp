@@ -159,11 +159,31 @@ Status ModelStore::prefetch(const std::string& id, const PullOptions& po) {
   auto rec = recordOrCatalog(id, &registered);
   if (!rec) return std::move(rec).error();
   if (!registered) EWGPU_TRY(registry_->put(*rec));
-  return download(*rec, po);
+  Status st = download(*rec, po);
+  if (!st && !registered) forgetFailedPull(*rec);
+  return st;
+}
+
+void ModelStore::forgetFailedPull(const ModelRecord& rec) {
+  auto lock = FileLock::acquire(lockPath(rec.id));
+  if (!lock) return;
+  // Bytes of a shard or tokenizer (complete or .part) are worth keeping: the record stays "partial" and the next
+  // pull resumes. Only the manifests (or nothing) on disk: the pull failed before any model data arrived.
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(rec.dir, ec)) {
+    const std::string name = e.path().filename().string();
+    const std::string base = name.size() > 5 && name.ends_with(".part") ? name.substr(0, name.size() - 5) : name;
+    if (base == "mlc-chat-config.json" || base == "tensor-cache.json" || base == "ndarray-cache.json") continue;
+    std::error_code size_ec;
+    if (e.is_regular_file(size_ec) && e.file_size(size_ec) > 0) return;
+  }
+  (void)removeTree(rec.dir);
+  (void)registry_->erase(rec.id);
 }
 
 Result<ModelRecord> ModelStore::pull(const std::string& id_or_url, const std::string& id, const PullOptions& po) {
   std::string key = id_or_url;
+  bool created = false;  // this pull registered the URL: a failure before any data arrives forgets it again
   if (isHttpUrl(id_or_url)) {
     auto found = registry_->findByUrl(id_or_url);
     if (!found) return std::move(found).error();
@@ -173,9 +193,20 @@ Result<ModelRecord> ModelStore::pull(const std::string& id_or_url, const std::st
       auto reg = registerRemote(id_or_url, id);
       if (!reg) return std::move(reg).error();
       key = reg->id;
+      created = true;
     }
   }
-  EWGPU_TRY(prefetch(key, po));
+  if (created) {
+    auto rec = record(key);
+    if (!rec) return std::move(rec).error();
+    Status st = download(*rec, po);
+    if (!st) {
+      forgetFailedPull(*rec);
+      return std::move(st).error();
+    }
+  } else {
+    EWGPU_TRY(prefetch(key, po));
+  }
   return record(key);
 }
 

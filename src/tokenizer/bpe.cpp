@@ -2,6 +2,7 @@
 // Short words use a linear scan for the best pair; long words (SentencePiece-style files send whole
 // sentences as one word) use a min-heap of candidate merges over a linked list of symbols.
 #include "tokenizer/bpe.h"
+#include "tokenizer/json_fields.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -16,7 +17,9 @@ constexpr size_t kSmallWord = 24;       // symbols; at or below this the linear 
 constexpr size_t kMaxCachedWord = 128;  // bytes; longer words rarely repeat
 constexpr size_t kMaxCacheEntries = 1 << 18;
 
-Error modelError(std::string problem) { return makeError(ErrorCode::kBadRequest, std::move(problem)); }
+Error modelError(const std::string& field, const std::string& problem, const std::string& what) {
+  return tokjson::fieldError(field, problem, what);
+}
 }  // namespace
 
 const ByteLevelAlphabet& ByteLevelAlphabet::get() {
@@ -69,31 +72,45 @@ void MergeTable::insert(int32_t left, int32_t right, Merge m) {
 }
 
 Result<BpeModel> BpeModel::fromJson(const nlohmann::json& model, bool byteLevel) {
-  if (!model.is_object() || model.value("type", "BPE") != "BPE")
-    return modelError("model.type is not BPE (only BPE models are supported)");
-  if (!model.contains("vocab") || !model["vocab"].is_object()) return modelError("model.vocab is missing");
+  using namespace tokjson;
+  if (!model.is_object()) return modelError("model", "wrong_type", "is not an object");
+  auto type = optString(model, "type", "BPE", "model");
+  if (!type) return std::move(type).error();
+  if (*type != "BPE") return modelError("model.type", "unsupported", "is " + *type + " (only BPE models are supported)");
+  if (!model.contains("vocab") || !model["vocab"].is_object())
+    return modelError("model.vocab", "wrong_type", "is missing or not an object");
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
-    if (model.contains(key) && model[key].is_string() && !model[key].get<std::string>().empty())
-      return modelError(std::string("model.") + key + " is not supported");
+    auto v = optString(model, key, "", "model");
+    if (!v) return std::move(v).error();
+    if (!v->empty()) return modelError(join("model", key), "unsupported", "is not supported");
   }
+  if (auto d = find(model, "dropout"); d && !(d->is_number() && d->get<double>() == 0.0))
+    return modelError("model.dropout", "unsupported", "is not supported");
   BpeModel m;
   m.byteLevel_ = byteLevel;
-  m.byteFallback_ = model.value("byte_fallback", false);
-  m.fuseUnk_ = model.value("fuse_unk", false);
-  m.ignoreMerges_ = model.value("ignore_merges", false);
+  EWGPU_ASSIGN(m.byteFallback_, optBool(model, "byte_fallback", false, "model"));
+  EWGPU_ASSIGN(m.fuseUnk_, optBool(model, "fuse_unk", false, "model"));
+  EWGPU_ASSIGN(m.ignoreMerges_, optBool(model, "ignore_merges", false, "model"));
 
   const auto& vocab = model["vocab"];
   m.vocab_.reserve(vocab.size());
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-    if (!it.value().is_number_integer()) return modelError("model.vocab has a non-integer id");
+    if (!it.value().is_number_integer()) return modelError("model.vocab", "wrong_type", "has a non-integer id");
+    const bool negative = !it.value().is_number_unsigned() && it.value().get<int64_t>() < 0;
+    // Ids are dense in real files; the bound keeps the id table linear in the file's size.
+    const uint64_t limit = std::min<uint64_t>(1u << 24, 2 * (uint64_t)vocab.size() + 65536);
+    if (negative || it.value().get<uint64_t>() >= limit)
+      return modelError("model.vocab", "bad_value",
+                        "has id " + it.value().dump() + ", outside [0, " + std::to_string(limit) + ")");
     const int64_t id = it.value().get<int64_t>();
-    if (id < 0 || id > (1 << 24)) return modelError("model.vocab id out of range");
     m.vocab_.emplace(it.key(), static_cast<int32_t>(id));
     if (m.idToToken_.size() <= static_cast<size_t>(id)) m.idToToken_.resize(id + 1);
     m.idToToken_[id] = it.key();
   }
-  if (model.contains("unk_token") && model["unk_token"].is_string()) {
-    auto u = m.vocab_.find(model["unk_token"].get<std::string>());
+  std::string unk;
+  EWGPU_ASSIGN(unk, optString(model, "unk_token", "", "model"));
+  if (!unk.empty()) {
+    auto u = m.vocab_.find(unk);
     if (u != m.vocab_.end()) m.unkId_ = u->second;
   }
   m.byteIds_.fill(-1);
@@ -116,7 +133,9 @@ Result<BpeModel> BpeModel::fromJson(const nlohmann::json& model, bool byteLevel)
     auto it = m.vocab_.find(std::string_view(name));
     if (it != m.vocab_.end()) m.fallbackIds_[b] = it->second;
   }
-  EWGPU_TRY(m.loadMerges(model.value("merges", nlohmann::json::array())));
+  auto merges = optArray(model, "merges", "model");
+  if (!merges) return std::move(merges).error();
+  EWGPU_TRY(m.loadMerges(**merges));
   if (!byteLevel) m.collectCharPairs();
   // Unknown characters become (fusable) unk only when some byte has no <0xXX> token to fall back to.
   bool allFallback = m.byteFallback_;
@@ -126,7 +145,7 @@ Result<BpeModel> BpeModel::fromJson(const nlohmann::json& model, bool byteLevel)
 }
 
 Status BpeModel::loadMerges(const nlohmann::json& merges) {
-  if (!merges.is_array()) return modelError("model.merges is not an array");
+  if (!merges.is_array()) return modelError("model.merges", "wrong_type", "is not an array");
   merges_.reserve(merges.size());
   std::string joined;
   int32_t rank = 0;
@@ -136,7 +155,8 @@ Status BpeModel::loadMerges(const nlohmann::json& merges) {
     if (mj.is_string()) {
       s = mj.get<std::string>();
       const size_t sp = s.find(' ');
-      if (sp == std::string::npos) return modelError("model.merges entry without a space: " + s);
+      if (sp == std::string::npos)
+        return modelError(tokjson::index("model.merges", (size_t)rank), "bad_value", "has no space: " + s);
       a = std::string_view(s).substr(0, sp);
       b = std::string_view(s).substr(sp + 1);
       const size_t sp2 = b.find(' ');
@@ -145,7 +165,7 @@ Status BpeModel::loadMerges(const nlohmann::json& merges) {
       a = mj[0].get_ref<const std::string&>();
       b = mj[1].get_ref<const std::string&>();
     } else {
-      return modelError("model.merges entry is neither \"a b\" nor [a, b]");
+      return modelError(tokjson::index("model.merges", (size_t)rank), "wrong_type", "is neither \"a b\" nor [a, b]");
     }
     joined.assign(a);
     joined.append(b);

@@ -1,6 +1,8 @@
 // Conversation template parsing, the built-in registry (values of mlc-format.md §4.4) and rendering.
 #include "tokenizer/conv_template.h"
 
+#include <cstdint>
+
 namespace ewgpu {
 
 namespace {
@@ -8,6 +10,13 @@ namespace {
 Error configError(std::string problem) {
   return makeError(ErrorCode::kInvalidModelFolder, "conv_template: " + problem,
                    {{"file", "mlc-chat-config.json"}, {"problem", problem}});
+}
+
+// INVALID_MODEL_FOLDER {file, field: "conv_template.<key>", problem}.
+Error fieldError(const std::string& key, const std::string& problem, const std::string& what) {
+  const std::string field = "conv_template" + (key.empty() ? "" : "." + key);
+  return makeError(ErrorCode::kInvalidModelFolder, "mlc-chat-config.json: " + field + " " + what,
+                   {{"file", "mlc-chat-config.json"}, {"field", field}, {"problem", problem}});
 }
 
 // The text of `s` after its last "</think>", without the newlines that follow the tag.
@@ -96,15 +105,35 @@ std::optional<nlohmann::json> builtinJson(std::string_view name) {
 }
 
 template <class T>
-bool readField(const nlohmann::json& j, const char* key, T& out, std::string& problem) {
+bool readField(const nlohmann::json& j, const char* key, T& out, std::optional<Error>& error) {
   if (!j.contains(key) || j[key].is_null()) return true;  // keep the default
   try {
     out = j[key].get<T>();
     return true;
   } catch (const nlohmann::json::exception&) {
-    problem = std::string("field ") + key + " has the wrong type";
+    error = fieldError(key, "wrong_type", "has the wrong type");
     return false;
   }
+}
+
+// A list of token ids: integers in [0, 2^31).
+bool readIds(const nlohmann::json& j, const char* key, std::vector<int32_t>& out, std::optional<Error>& error) {
+  if (!j.contains(key) || j[key].is_null()) return true;
+  const nlohmann::json& v = j[key];
+  if (!v.is_array()) {
+    error = fieldError(key, "wrong_type", "is not an array");
+    return false;
+  }
+  out.clear();
+  for (const auto& id : v) {
+    if (!id.is_number_integer() || (!id.is_number_unsigned() && id.get<int64_t>() < 0) ||
+        id.get<uint64_t>() > (uint64_t)INT32_MAX) {
+      error = fieldError(key, id.is_number_integer() ? "bad_value" : "wrong_type", "holds " + id.dump() + ", not a token id");
+      return false;
+    }
+    out.push_back((int32_t)id.get<int64_t>());
+  }
+  return true;
 }
 
 }  // namespace
@@ -127,33 +156,34 @@ Result<ConvTemplate> ConvTemplate::fromJson(const nlohmann::json& j) {
     if (!t.ok()) return configError("unknown template name " + j.get<std::string>());
     return t;
   }
-  if (!j.is_object()) return configError("conv_template is neither an object nor a name");
+  if (!j.is_object()) return fieldError("", "wrong_type", "is neither an object nor a name");
   ConvTemplate t;
-  std::string problem;
+  std::optional<Error> error;
   std::vector<nlohmann::json> history;
   std::vector<int32_t> prefix;
-  bool ok = readField(j, "name", t.name_, problem) && readField(j, "system_template", t.systemTemplate_, problem) &&
-            readField(j, "system_message", t.systemMessage_, problem) &&
-            readField(j, "system_prefix_token_ids", prefix, problem) &&
-            readField(j, "add_role_after_system_message", t.addRoleAfterSystemMessage_, problem) &&
-            readField(j, "roles", t.roles_, problem) && readField(j, "seps", t.seps_, problem) &&
-            readField(j, "role_content_sep", t.roleContentSep_, problem) &&
-            readField(j, "role_empty_sep", t.roleEmptySep_, problem) && readField(j, "stop_str", t.stopStr_, problem) &&
-            readField(j, "stop_token_ids", t.stopTokenIds_, problem) &&
-            readField(j, "strip_reasoning_in_history", t.stripReasoningInHistory_, problem) &&
-            readField(j, "messages", history, problem);
-  if (!ok) return configError(problem);
-  if (j.contains("role_templates") && j["role_templates"].is_object()) {
+  bool ok = readField(j, "name", t.name_, error) && readField(j, "system_template", t.systemTemplate_, error) &&
+            readField(j, "system_message", t.systemMessage_, error) &&
+            readIds(j, "system_prefix_token_ids", prefix, error) &&
+            readField(j, "add_role_after_system_message", t.addRoleAfterSystemMessage_, error) &&
+            readField(j, "roles", t.roles_, error) && readField(j, "seps", t.seps_, error) &&
+            readField(j, "role_content_sep", t.roleContentSep_, error) &&
+            readField(j, "role_empty_sep", t.roleEmptySep_, error) && readField(j, "stop_str", t.stopStr_, error) &&
+            readIds(j, "stop_token_ids", t.stopTokenIds_, error) &&
+            readField(j, "strip_reasoning_in_history", t.stripReasoningInHistory_, error) &&
+            readField(j, "messages", history, error);
+  if (!ok) return *error;
+  if (j.contains("role_templates") && !j["role_templates"].is_null()) {
     std::map<std::string, std::string> rt;
-    if (!readField(j, "role_templates", rt, problem)) return configError(problem);
+    if (!j["role_templates"].is_object()) return fieldError("role_templates", "wrong_type", "is not an object");
+    if (!readField(j, "role_templates", rt, error)) return *error;
     for (auto& [role, tpl] : rt) t.roleTemplates_[role] = tpl;
   }
   t.systemPrefixTokenIds_ = std::move(prefix);
-  if (t.roles_.count("assistant") == 0) return configError("roles has no assistant entry");
-  if (t.seps_.empty()) return configError("seps is empty");
+  if (t.roles_.count("assistant") == 0) return fieldError("roles", "missing_field", "has no assistant entry");
+  if (t.seps_.empty()) return fieldError("seps", "bad_value", "is empty");
   for (const auto& m : history) {
     if (!m.is_array() || m.size() != 2 || !m[0].is_string() || !(m[1].is_string() || m[1].is_null()))
-      return configError("messages entries must be [role, content|null]");
+      return fieldError("messages", "wrong_type", "entries must be [role, content|null]");
     t.messages_.push_back(
         {m[0].get<std::string>(), m[1].is_null() ? std::nullopt : std::optional<std::string>(m[1].get<std::string>())});
   }

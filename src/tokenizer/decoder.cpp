@@ -3,6 +3,7 @@
 #include "tokenizer/decoder.h"
 
 #include "tokenizer/bpe.h"
+#include "tokenizer/json_fields.h"
 #include "tokenizer/utf8.h"
 
 namespace ewgpu {
@@ -39,32 +40,43 @@ int parseByteToken(std::string_view t) {  // "<0xAB>" -> 0xAB, else -1
 }
 }  // namespace
 
-Status Decoder::collect(const nlohmann::json& j, std::vector<Step>& steps) {
-  if (!j.is_object() || !j.contains("type") || !j["type"].is_string())
-    return makeError(ErrorCode::kBadRequest, "decoder without a type");
+Status Decoder::collect(const nlohmann::json& j, std::vector<Step>& steps, const std::string& path) {
+  using namespace tokjson;
+  if (!j.is_object()) return fieldError(path, "wrong_type", "is not an object");
+  if (!j.contains("type") || !j["type"].is_string())
+    return fieldError(join(path, "type"), "wrong_type", "is missing or not a string");
   Step s;
   s.type = j["type"];
   if (s.type == "Sequence") {
-    for (const auto& sub : j.value("decoders", nlohmann::json::array())) EWGPU_TRY(collect(sub, steps));
+    auto subs = optArray(j, "decoders", path);
+    if (!subs) return std::move(subs).error();
+    for (size_t i = 0; i < (*subs)->size(); ++i) EWGPU_TRY(collect((**subs)[i], steps, index(join(path, "decoders"), i)));
     return {};
   }
   if (s.type == "Replace") {
-    const auto& pat = j.value("pattern", nlohmann::json::object());
-    if (!pat.contains("String") || !pat["String"].is_string())
-      return makeError(ErrorCode::kBadRequest, "Replace decoder supports String patterns only");
-    s.pattern = pat["String"];
-    s.content = j.value("content", "");
+    const nlohmann::json* pat = find(j, "pattern");
+    if (!pat || !pat->contains("String") || !(*pat)["String"].is_string())
+      return fieldError(join(path, "pattern"), "unsupported", "is not {\"String\": ...} (Replace decoders take String patterns only)");
+    s.pattern = (*pat)["String"];
+    EWGPU_ASSIGN(s.content, optString(j, "content", "", path));
   } else if (s.type == "Strip") {
-    s.content = j.value("content", " ");
-    s.start = j.value("start", 0);
-    s.stop = j.value("stop", 0);
-    if (s.content.size() != 1) return makeError(ErrorCode::kBadRequest, "Strip decoder content must be one byte");
+    EWGPU_ASSIGN(s.content, optString(j, "content", " ", path));
+    int64_t v = 0;
+    EWGPU_ASSIGN(v, optInt(j, "start", 0, 0, 1 << 20, path));
+    s.start = (int)v;
+    EWGPU_ASSIGN(v, optInt(j, "stop", 0, 0, 1 << 20, path));
+    s.stop = (int)v;
+    if (s.content.size() != 1) return fieldError(join(path, "content"), "bad_value", "is not one byte");
   } else if (s.type == "Metaspace") {
-    s.pattern = j.value("replacement", "\xE2\x96\x81");
-    const std::string scheme = j.value("prepend_scheme", j.value("add_prefix_space", true) ? "always" : "never");
+    EWGPU_ASSIGN(s.pattern, optString(j, "replacement", "\xE2\x96\x81", path));
+    bool add_prefix = true;
+    EWGPU_ASSIGN(add_prefix, optBool(j, "add_prefix_space", true, path));
+    std::string scheme;
+    EWGPU_ASSIGN(scheme, optString(j, "prepend_scheme", add_prefix ? "always" : "never", path));
     s.start = scheme == "never" ? 0 : 1;
   } else if (s.type != "ByteLevel" && s.type != "ByteFallback" && s.type != "Fuse") {
-    return makeError(ErrorCode::kBadRequest, "unsupported decoder type " + s.type, {{"type", s.type}});
+    return makeError(ErrorCode::kBadRequest, "unsupported decoder type " + s.type,
+                     {{"type", s.type}, {"field", join(path, "type")}, {"problem", "unsupported"}});
   }
   steps.push_back(std::move(s));
   return {};
@@ -76,7 +88,7 @@ Result<Decoder> Decoder::fromJson(const nlohmann::json& j, const std::vector<std
   if (j.is_null())
     d.joinWithSpace_ = true;
   else
-    EWGPU_TRY(collect(j, steps));
+    EWGPU_TRY(collect(j, steps, "decoder"));
 
   // Whole-text strips: a Strip after Fuse (or after a ByteLevel, which fuses), Metaspace's first-token space.
   bool fused = false;

@@ -44,7 +44,7 @@ class Decoder {
     std::string pattern, content;  // Replace / Metaspace
     int start = 0, stop = 0;       // Strip
   };
-  static Status collect(const nlohmann::json& j, std::vector<Step>& steps);
+  static Status collect(const nlohmann::json& j, std::vector<Step>& steps, const std::string& path);
   std::string arena_;
   std::vector<uint32_t> offsets_;  // [vocab + 1] into arena_
   std::vector<int16_t> byteValue_;

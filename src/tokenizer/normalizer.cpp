@@ -1,6 +1,7 @@
 // Normalizer steps. Unicode forms come from libutf8proc; an all-ASCII string is left as is by every
 // normalization form, so that common case never reaches utf8proc.
 #include "tokenizer/normalizer.h"
+#include "tokenizer/json_fields.h"
 
 #include <utf8proc.h>
 
@@ -131,16 +132,21 @@ void strip(std::string& text, bool left, bool right) {
 Result<Normalizer> Normalizer::fromJson(const nlohmann::json& j) {
   Normalizer n;
   if (j.is_null()) return n;
-  EWGPU_TRY(addSteps(j, n.steps_));
+  EWGPU_TRY(addSteps(j, n.steps_, "normalizer"));
   return n;
 }
 
-Status Normalizer::addSteps(const nlohmann::json& j, std::vector<Step>& steps) {
-  if (!j.is_object() || !j.contains("type") || !j["type"].is_string())
-    return makeError(ErrorCode::kBadRequest, "normalizer without a type", {{"normalizer", j.dump().substr(0, 200)}});
+Status Normalizer::addSteps(const nlohmann::json& j, std::vector<Step>& steps, const std::string& path) {
+  using namespace tokjson;
+  if (!j.is_object()) return fieldError(path, "wrong_type", "is not an object");
+  if (!j.contains("type") || !j["type"].is_string())
+    return fieldError(join(path, "type"), "wrong_type", "is missing or not a string");
   const std::string type = j["type"];
   if (type == "Sequence") {
-    for (const auto& sub : j.value("normalizers", nlohmann::json::array())) EWGPU_TRY(addSteps(sub, steps));
+    auto subs = optArray(j, "normalizers", path);
+    if (!subs) return std::move(subs).error();
+    for (size_t i = 0; i < (*subs)->size(); ++i)
+      EWGPU_TRY(addSteps((**subs)[i], steps, index(join(path, "normalizers"), i)));
     return {};
   }
   Step s;
@@ -158,27 +164,28 @@ Status Normalizer::addSteps(const nlohmann::json& j, std::vector<Step>& steps) {
     s.kind = Kind::kStripAccents;
   else if (type == "Prepend") {
     s.kind = Kind::kPrepend;
-    s.text = j.value("prepend", "");
+    EWGPU_ASSIGN(s.text, optString(j, "prepend", "", path));
   } else if (type == "Strip") {
     s.kind = Kind::kStrip;
-    s.left = j.value("strip_left", true);
-    s.right = j.value("strip_right", true);
+    EWGPU_ASSIGN(s.left, optBool(j, "strip_left", true, path));
+    EWGPU_ASSIGN(s.right, optBool(j, "strip_right", true, path));
   } else if (type == "Replace") {
     s.kind = Kind::kReplace;
-    s.text = j.value("content", "");
-    const auto& pat = j.value("pattern", nlohmann::json::object());
-    if (pat.contains("String") && pat["String"].is_string()) {
-      s.literal = pat["String"];
-      if (s.literal.empty()) return makeError(ErrorCode::kBadRequest, "Replace normalizer with an empty pattern");
-    } else if (pat.contains("Regex") && pat["Regex"].is_string()) {
-      auto re = Regex::compile(pat["Regex"].get<std::string>());
-      if (!re.ok()) return std::move(re).error();
+    EWGPU_ASSIGN(s.text, optString(j, "content", "", path));
+    const nlohmann::json* pat = find(j, "pattern");
+    if (pat && pat->contains("String") && (*pat)["String"].is_string()) {
+      s.literal = (*pat)["String"];
+      if (s.literal.empty()) return fieldError(join(path, "pattern.String"), "bad_value", "is empty");
+    } else if (pat && pat->contains("Regex") && (*pat)["Regex"].is_string()) {
+      auto re = Regex::compile((*pat)["Regex"].get<std::string>());
+      if (!re.ok()) return fieldError(join(path, "pattern.Regex"), "bad_value", "does not compile: " + re.error().message);
       s.regex = std::move(*re);
     } else {
-      return makeError(ErrorCode::kBadRequest, "Replace normalizer without a String or Regex pattern");
+      return fieldError(join(path, "pattern"), "wrong_type", "is not {\"String\": ...} or {\"Regex\": ...}");
     }
   } else {
-    return makeError(ErrorCode::kBadRequest, "unsupported normalizer type " + type, {{"type", type}});
+    return makeError(ErrorCode::kBadRequest, "unsupported normalizer type " + type,
+                     {{"type", type}, {"field", join(path, "type")}, {"problem", "unsupported"}});
   }
   steps.push_back(std::move(s));
   return {};

@@ -34,7 +34,7 @@ class Normalizer {
     Regex regex;                       // Replace with a {"Regex": ...} pattern
     bool left = false, right = false;  // Strip
   };
-  static Status addSteps(const nlohmann::json& j, std::vector<Step>& steps);
+  static Status addSteps(const nlohmann::json& j, std::vector<Step>& steps, const std::string& path);
   static void applyStep(const Step& s, std::string& text, std::string& scratch);
   std::vector<Step> steps_;
 };

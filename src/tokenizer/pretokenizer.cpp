@@ -2,6 +2,7 @@
 // byte ranges over the same text, the content-changing ones (ByteLevel prefix space, Metaspace) write a
 // new buffer. The split behaviours follow HF tokenizers' SplitDelimiterBehavior.
 #include "tokenizer/pretokenizer.h"
+#include "tokenizer/json_fields.h"
 
 namespace ewgpu {
 
@@ -22,19 +23,21 @@ std::string escapeLiteral(std::string_view s) {
 }
 }  // namespace
 
-Result<PreTokenizer::Behavior> PreTokenizer::parseBehavior(const nlohmann::json& j) {
-  const std::string b = j.is_string() ? j.get<std::string>() : "Isolated";
-  if (b == "Removed") return Behavior::kRemoved;
-  if (b == "Isolated") return Behavior::kIsolated;
-  if (b == "MergedWithPrevious") return Behavior::kMergedWithPrevious;
-  if (b == "MergedWithNext") return Behavior::kMergedWithNext;
-  if (b == "Contiguous") return Behavior::kContiguous;
-  return makeError(ErrorCode::kBadRequest, "unsupported split behavior " + b, {{"behavior", b}});
+Result<PreTokenizer::Behavior> PreTokenizer::parseBehavior(const nlohmann::json& j, const std::string& path) {
+  auto b = tokjson::optString(j, "behavior", "Isolated", path);
+  if (!b) return std::move(b).error();
+  if (*b == "Removed") return Behavior::kRemoved;
+  if (*b == "Isolated") return Behavior::kIsolated;
+  if (*b == "MergedWithPrevious") return Behavior::kMergedWithPrevious;
+  if (*b == "MergedWithNext") return Behavior::kMergedWithNext;
+  if (*b == "Contiguous") return Behavior::kContiguous;
+  return makeError(ErrorCode::kBadRequest, "unsupported split behavior " + *b,
+                   {{"behavior", *b}, {"field", tokjson::join(path, "behavior")}, {"problem", "unsupported"}});
 }
 
 Result<PreTokenizer> PreTokenizer::fromJson(const nlohmann::json& j) {
   PreTokenizer p;
-  if (!j.is_null()) EWGPU_TRY(p.addSteps(j));
+  if (!j.is_null()) EWGPU_TRY(p.addSteps(j, "pre_tokenizer"));
   return p;
 }
 
@@ -50,54 +53,73 @@ Status PreTokenizer::addSplit(std::string_view regexSource, Behavior b, bool inv
   return {};
 }
 
-Status PreTokenizer::addSteps(const nlohmann::json& j) {
-  if (!j.is_object() || !j.contains("type") || !j["type"].is_string())
-    return makeError(ErrorCode::kBadRequest, "pre_tokenizer without a type");
+Status PreTokenizer::addSteps(const nlohmann::json& j, const std::string& path) {
+  using namespace tokjson;
+  if (!j.is_object()) return fieldError(path, "wrong_type", "is not an object");
+  if (!j.contains("type") || !j["type"].is_string())
+    return fieldError(join(path, "type"), "wrong_type", "is missing or not a string");
   const std::string type = j["type"];
   if (type == "Sequence") {
-    for (const auto& sub : j.value("pretokenizers", nlohmann::json::array())) EWGPU_TRY(addSteps(sub));
+    auto subs = optArray(j, "pretokenizers", path);
+    if (!subs) return std::move(subs).error();
+    for (size_t i = 0; i < (*subs)->size(); ++i) EWGPU_TRY(addSteps((**subs)[i], index(join(path, "pretokenizers"), i)));
     return {};
   }
   if (type == "Split") {
-    auto b = parseBehavior(j.value("behavior", nlohmann::json()));
+    auto b = parseBehavior(j, path);
     if (!b.ok()) return std::move(b).error();
-    const auto& pat = j.value("pattern", nlohmann::json::object());
+    const nlohmann::json* pat = find(j, "pattern");
     std::string source;
-    if (pat.contains("Regex") && pat["Regex"].is_string())
-      source = pat["Regex"];
-    else if (pat.contains("String") && pat["String"].is_string())
-      source = escapeLiteral(pat["String"].get<std::string>());
+    if (pat && pat->contains("Regex") && (*pat)["Regex"].is_string())
+      source = (*pat)["Regex"];
+    else if (pat && pat->contains("String") && (*pat)["String"].is_string())
+      source = escapeLiteral((*pat)["String"].get<std::string>());
     else
-      return makeError(ErrorCode::kBadRequest, "Split pre_tokenizer without a String or Regex pattern");
-    return addSplit(source, *b, j.value("invert", false));
+      return fieldError(join(path, "pattern"), "wrong_type", "is not {\"String\": ...} or {\"Regex\": ...}");
+    bool invert = false;
+    EWGPU_ASSIGN(invert, optBool(j, "invert", false, path));
+    Status st = addSplit(source, *b, invert);
+    if (!st) return fieldError(join(path, "pattern"), "bad_value", "does not compile: " + st.error().message);
+    return {};
   }
   if (type == "ByteLevel") {
     byteLevel_ = true;
-    if (j.value("add_prefix_space", false)) steps_.push_back(Step{Kind::kPrefixSpace});
-    if (j.value("use_regex", true)) return addSplit(kGpt2Pattern, Behavior::kIsolated, false);
+    bool prefix = false, regex = true;
+    EWGPU_ASSIGN(prefix, optBool(j, "add_prefix_space", false, path));
+    EWGPU_ASSIGN(regex, optBool(j, "use_regex", true, path));
+    if (prefix) steps_.push_back(Step{Kind::kPrefixSpace});
+    if (regex) return addSplit(kGpt2Pattern, Behavior::kIsolated, false);
     return {};
   }
   if (type == "Metaspace") {
     Step s;
     s.kind = Kind::kMetaspace;
-    s.replacement = j.value("replacement", "\xE2\x96\x81");
-    std::string scheme = j.value("prepend_scheme", j.value("add_prefix_space", true) ? "always" : "never");
+    EWGPU_ASSIGN(s.replacement, optString(j, "replacement", "\xE2\x96\x81", path));
+    if (s.replacement.empty()) return fieldError(join(path, "replacement"), "bad_value", "is empty");
+    bool add_prefix = true, split = true;
+    EWGPU_ASSIGN(add_prefix, optBool(j, "add_prefix_space", true, path));
+    std::string scheme;
+    EWGPU_ASSIGN(scheme, optString(j, "prepend_scheme", add_prefix ? "always" : "never", path));
     s.prependScheme = scheme == "first" ? 1 : scheme == "never" ? 2 : 0;
+    EWGPU_ASSIGN(split, optBool(j, "split", true, path));
     steps_.push_back(std::move(s));
-    if (j.value("split", true))
-      return addSplit(escapeLiteral(steps_.back().replacement), Behavior::kMergedWithNext, false);
+    if (split) return addSplit(escapeLiteral(steps_.back().replacement), Behavior::kMergedWithNext, false);
     return {};
   }
-  if (type == "Digits")
-    return addSplit(j.value("individual_digits", false) ? R"(\p{N})" : R"(\p{N}+)", Behavior::kIsolated, false);
+  if (type == "Digits") {
+    bool individual = false;
+    EWGPU_ASSIGN(individual, optBool(j, "individual_digits", false, path));
+    return addSplit(individual ? R"(\p{N})" : R"(\p{N}+)", Behavior::kIsolated, false);
+  }
   if (type == "WhitespaceSplit") return addSplit(R"(\s+)", Behavior::kRemoved, false);
   if (type == "Whitespace") return addSplit(R"(\w+|[^\w\s]+)", Behavior::kRemoved, true);
   if (type == "Punctuation") {
-    auto b = parseBehavior(j.value("behavior", nlohmann::json("Isolated")));
+    auto b = parseBehavior(j, path);
     if (!b.ok()) return std::move(b).error();
     return addSplit(kPunctuationPattern, *b, false);
   }
-  return makeError(ErrorCode::kBadRequest, "unsupported pre_tokenizer type " + type, {{"type", type}});
+  return makeError(ErrorCode::kBadRequest, "unsupported pre_tokenizer type " + type,
+                   {{"type", type}, {"field", join(path, "type")}, {"problem", "unsupported"}});
 }
 
 void PreTokenizer::applySplit(const Step& s, Words& w) {

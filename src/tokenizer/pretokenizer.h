@@ -57,8 +57,8 @@ class PreTokenizer {
     std::string replacement;  // Metaspace
     int prependScheme = 0;    // Metaspace: 0 always, 1 first, 2 never
   };
-  static Result<Behavior> parseBehavior(const nlohmann::json& j);
-  Status addSteps(const nlohmann::json& j);
+  static Result<Behavior> parseBehavior(const nlohmann::json& j, const std::string& path);
+  Status addSteps(const nlohmann::json& j, const std::string& path);
   Status addSplit(std::string_view regexSource, Behavior b, bool invert);
   static void applySplit(const Step& s, Words& w);
   static void applyMetaspace(const Step& s, bool firstSection, Words& w);

@@ -8,6 +8,7 @@
 #include "tokenizer/added_tokens.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/decoder.h"
+#include "tokenizer/json_fields.h"
 #include "tokenizer/normalizer.h"
 #include "tokenizer/pretokenizer.h"
 #include "tokenizer/utf8.h"
@@ -37,6 +38,13 @@ Error loadError(const std::string& file, std::string problem) {
   return makeError(ErrorCode::kInvalidModelFolder, "tokenizer: " + problem, {{"file", file}, {"problem", problem}});
 }
 
+// INVALID_MODEL_FOLDER {file, field, problem} naming the field of tokenizer.json that is wrong.
+Error fieldLoadError(const std::string& file, const std::string& field, const std::string& problem,
+                     const std::string& what) {
+  return makeError(ErrorCode::kInvalidModelFolder, file + ": " + what,
+                   {{"file", file}, {"field", field}, {"problem", problem}});
+}
+
 // Scratch buffers reused by every encode on a thread.
 struct Workspace {
   std::vector<AddedTokenMatcher::Segment> segments, innerSegments;
@@ -45,54 +53,85 @@ struct Workspace {
 };
 thread_local Workspace tWorkspace;
 
-Result<std::vector<AddedToken>> parseAddedTokens(const nlohmann::json& j) {
+Result<std::vector<AddedToken>> parseAddedTokens(const nlohmann::json& j, size_t model_ids) {
+  using namespace tokjson;
   std::vector<AddedToken> out;
   if (j.is_null()) return out;
-  if (!j.is_array()) return makeError(ErrorCode::kBadRequest, "added_tokens is not an array");
-  for (const auto& t : j) {
-    if (!t.is_object() || !t.contains("id") || !t["id"].is_number_integer() || !t.contains("content") ||
-        !t["content"].is_string())
-      return makeError(ErrorCode::kBadRequest, "added_tokens entry without id/content");
+  if (!j.is_array()) return fieldError("added_tokens", "wrong_type", "is not an array");
+  // Ids are dense in real files; the bound keeps the id table linear in the file's size.
+  const int64_t limit = std::min<int64_t>(1 << 24, (int64_t)model_ids + 2 * (int64_t)j.size() + 65536);
+  for (size_t i = 0; i < j.size(); ++i) {
+    const nlohmann::json& t = j[i];
+    const std::string path = index("added_tokens", i);
+    if (!t.is_object()) return fieldError(path, "wrong_type", "is not an object");
+    if (!t.contains("content") || !t["content"].is_string())
+      return fieldError(join(path, "content"), "wrong_type", "is missing or not a string");
+    if (!t.contains("id")) return fieldError(join(path, "id"), "wrong_type", "is missing");
     AddedToken a;
-    a.id = t["id"].get<int32_t>();
-    if (a.id < 0 || a.id > (1 << 24)) return makeError(ErrorCode::kBadRequest, "added_tokens id out of range");
+    int64_t id = 0;
+    EWGPU_ASSIGN(id, optInt(t, "id", 0, 0, limit - 1, path));
+    a.id = static_cast<int32_t>(id);
     a.content = t["content"];
-    a.singleWord = t.value("single_word", false);
-    a.lstrip = t.value("lstrip", false);
-    a.rstrip = t.value("rstrip", false);
-    a.normalized = t.value("normalized", !t.value("special", false));
-    a.special = t.value("special", false);
+    if (a.content.empty()) return fieldError(join(path, "content"), "bad_value", "is empty");
+    EWGPU_ASSIGN(a.singleWord, optBool(t, "single_word", false, path));
+    EWGPU_ASSIGN(a.lstrip, optBool(t, "lstrip", false, path));
+    EWGPU_ASSIGN(a.rstrip, optBool(t, "rstrip", false, path));
+    EWGPU_ASSIGN(a.special, optBool(t, "special", false, path));
+    EWGPU_ASSIGN(a.normalized, optBool(t, "normalized", !a.special, path));
     out.push_back(std::move(a));
   }
   return out;
 }
 
+// A stage's error as INVALID_MODEL_FOLDER {file, field, problem}; the field is the stage when the stage's parser
+// named none.
 template <class T>
 Result<T> tagged(Result<T> r, const std::string& stage) {
   if (r.ok()) return r;
   Error e = std::move(r).error();
-  return loadError("tokenizer.json", stage + ": " + e.message);
+  const std::string field = e.detail.contains("field") && e.detail["field"].is_string() ? e.detail["field"].get<std::string>() : stage;
+  const std::string problem =
+      e.detail.contains("problem") && e.detail["problem"].is_string() ? e.detail["problem"].get<std::string>() : "unsupported";
+  const std::string what = e.message.rfind(field, 0) == 0 ? e.message : field + ": " + e.message;
+  Error out = fieldLoadError("tokenizer.json", field, problem, what);
+  for (const char* k : {"type", "behavior"})
+    if (e.detail.contains(k)) out.detail[k] = e.detail[k];
+  return out;
 }
 
 }  // namespace
 
 Result<Tokenizer> Tokenizer::fromJson(std::string_view text) {
+  try {  // the parsers check every type they read; this only keeps a missed one from escaping as an exception
+    return fromJsonUnchecked(text);
+  } catch (const std::exception& e) {
+    return fieldLoadError("tokenizer.json", "", "wrong_type", std::string("a value of unexpected type: ") + e.what());
+  }
+}
+
+Result<Tokenizer> Tokenizer::fromJsonUnchecked(std::string_view text) {
   const std::string file = "tokenizer.json";
   nlohmann::json j = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return loadError(file, "not valid JSON");
-  if (!j.contains("model")) return loadError(file, "no model object");
+  if (j.is_discarded()) return fieldLoadError(file, "", "bad_json", "tokenizer.json is not valid JSON");
+  if (!j.is_object()) return fieldLoadError(file, "", "wrong_type", "the document is not a JSON object");
+  if (!j.contains("model") || j["model"].is_null()) return fieldLoadError(file, "model", "missing_field", "model is missing");
 
   auto impl = std::make_shared<Impl>();
-  auto normalizer = tagged(Normalizer::fromJson(j.value("normalizer", nlohmann::json())), "normalizer");
+  static const nlohmann::json kNull;
+  auto part = [&](const char* key) -> const nlohmann::json& {
+    auto it = j.find(key);
+    return it == j.end() ? kNull : *it;
+  };
+  auto normalizer = tagged(Normalizer::fromJson(part("normalizer")), "normalizer");
   if (!normalizer.ok()) return std::move(normalizer).error();
   impl->normalizer = std::move(*normalizer);
-  auto pre = tagged(PreTokenizer::fromJson(j.value("pre_tokenizer", nlohmann::json())), "pre_tokenizer");
+  auto pre = tagged(PreTokenizer::fromJson(part("pre_tokenizer")), "pre_tokenizer");
   if (!pre.ok()) return std::move(pre).error();
   impl->preTokenizer = std::move(*pre);
   auto model = tagged(BpeModel::fromJson(j["model"], impl->preTokenizer.byteLevel()), "model");
   if (!model.ok()) return std::move(model).error();
   impl->model = std::move(*model);
-  auto added = tagged(parseAddedTokens(j.value("added_tokens", nlohmann::json())), "added_tokens");
+  auto added = tagged(parseAddedTokens(part("added_tokens"), impl->model.idToToken().size()), "added_tokens");
   if (!added.ok()) return std::move(added).error();
   impl->added = std::move(*added);
 
@@ -113,7 +152,7 @@ Result<Tokenizer> Tokenizer::fromJson(std::string_view text) {
   impl->special.assign(impl->tokens.size(), false);
   for (const auto& a : impl->added) impl->special[a.id] = a.special;
 
-  auto decoder = tagged(Decoder::fromJson(j.value("decoder", nlohmann::json()), impl->tokens), "decoder");
+  auto decoder = tagged(Decoder::fromJson(part("decoder"), impl->tokens), "decoder");
   if (!decoder.ok()) return std::move(decoder).error();
   impl->decoder = std::move(*decoder);
 

@@ -25,8 +25,9 @@ class Decoder;
 
 class Tokenizer {
  public:
-  // Errors: INVALID_MODEL_FOLDER with detail {file, problem} (missing/unreadable file, bad JSON,
-  // unsupported model/normalizer/pre-tokenizer/decoder type, bad regex).
+  // Errors: INVALID_MODEL_FOLDER with detail {file, problem} (missing/unreadable file) or {file, field, problem}
+  // naming the field that is wrong ("bad_json", "wrong_type", "missing_field", "bad_value", "unsupported": an
+  // unsupported model/normalizer/pre-tokenizer/decoder type; a regex that does not compile is "bad_value").
   static Result<Tokenizer> fromFile(const std::filesystem::path& path);
   static Result<Tokenizer> fromJson(std::string_view json);
 
@@ -45,6 +46,7 @@ class Tokenizer {
   const Decoder& decoder() const;
 
  private:
+  static Result<Tokenizer> fromJsonUnchecked(std::string_view json);
   struct Impl;
   std::shared_ptr<const Impl> impl_;
 };

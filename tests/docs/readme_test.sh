@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # README check: every command line shown in README.md's fenced code blocks that starts with `ewgpu ` or
 # `build/ewgpu ` (after an optional `$ ` prompt and VAR=value assignments) must name a subcommand that
-# `ewgpu --help` lists, so the README cannot show a command that does not exist.
+# `ewgpu --help` lists, and every flag it uses must appear in that subcommand's `--help`, so the README cannot
+# show a command or a flag that does not exist.
 #   tests/docs/readme_test.sh PATH/TO/ewgpu PATH/TO/README.md
 set -euo pipefail
 EWGPU=${1:?usage: readme_test.sh EWGPU README}
@@ -24,7 +25,8 @@ lines=$(awk '/^[[:space:]]*```/ { inside = !inside; next }
     if (s ~ /^(build\/)?ewgpu[[:space:]]/) print NR ": " s
   }' "$README")
 
-checked=0 failed=0
+checked=0 failed=0 flags=0
+declare -A helps
 while IFS= read -r entry; do
   [ -n "$entry" ] || continue
   lineno=${entry%%: *}
@@ -43,12 +45,27 @@ while IFS= read -r entry; do
   if [ -z "$match" ]; then
     echo "FAIL: $(basename "$README"):$lineno: '${args[*]:0:2}' is not an ewgpu command: $cmd"
     failed=$((failed + 1))
+    continue
   fi
+  if [ -z "${helps[$match]+x}" ]; then
+    # shellcheck disable=SC2086
+    helps[$match]=$("$EWGPU" $match --help) || { echo "FAIL: 'ewgpu $match --help' exited non-zero"; failed=$((failed + 1)); }
+  fi
+  for w in "${args[@]}"; do
+    [[ $w == -* ]] || continue
+    flag=${w%%=*}
+    flags=$((flags + 1))
+    # The flag as the help lists it: "--max-tokens", or inside "-n,--max-tokens".
+    if ! grep -Eq -- "(^|[ ,])${flag}([ ,=]|$)" <<< "${helps[$match]}" && [ "$flag" != --verbose ]; then
+      echo "FAIL: $(basename "$README"):$lineno: 'ewgpu $match --help' does not list $flag: $cmd"
+      failed=$((failed + 1))
+    fi
+  done
 done <<< "$lines"
 
 if [ "$checked" -eq 0 ]; then
   echo "FAIL: no ewgpu command lines found in $README"
   exit 1
 fi
-echo "$checked README command lines checked against $(printf '%s\n' "$names" | wc -l) commands, $failed unknown"
+echo "$checked README command lines ($flags flags) checked against $(printf '%s\n' "$names" | wc -l) commands, $failed unknown"
 [ "$failed" -eq 0 ]

@@ -288,6 +288,35 @@ TEST_F(FolderValidation, MutatedJsonNeverThrows) {
   }
 }
 
+// Issue 18: each field of tensor-cache.json that is read is type-checked, and the error names it.
+TEST_F(FolderValidation, ManifestFieldsOfTheWrongTypeNameTheField) {
+  const nlohmann::json tc = readJson(*dir_ / "good/tensor-cache.json");
+  struct Case {
+    std::function<void(nlohmann::json&)> edit;
+    std::string field;
+  };
+  const std::vector<Case> cases = {
+      {[](auto& j) { j["records"][0]["md5sum"] = 5; }, "records[].md5sum"},
+      {[](auto& j) { j["records"][0]["format"] = nullptr, j["records"][0]["format"] = 1; }, "records[].format"},
+      {[](auto& j) { j["records"][0]["nbytes"] = -1; }, "records[].nbytes"},
+      {[](auto& j) { j["records"][0]["dataPath"] = 0; }, "records[].dataPath"},
+      {[](auto& j) { j["records"][0]["records"][0]["format"] = true; }, "records[].records[].format"},
+      {[](auto& j) { j["records"][0]["records"][0]["byteOffset"] = "0"; }, "records[].records[].byteOffset"},
+      {[](auto& j) { j["records"][0]["records"][0]["shape"] = {1ll << 40, 1ll << 40}; }, "records[].records[].shape"},
+      {[](auto& j) { j["metadata"] = 3; }, "metadata"},
+      {[](auto& j) { j = nlohmann::json::array(); }, ""},
+  };
+  for (const auto& c : cases) {
+    nlohmann::json j = tc;
+    c.edit(j);
+    auto t = parseTensorCache(j, "tensor-cache.json");
+    ASSERT_FALSE(t.ok()) << j.dump().substr(0, 200);
+    EXPECT_EQ(t.error().code, ErrorCode::kInvalidModelFolder);
+    EXPECT_EQ(t.error().detail["file"], "tensor-cache.json");
+    EXPECT_EQ(t.error().detail.value("field", std::string("?")), c.field) << t.error().toString();
+  }
+}
+
 // A Qwen3.5-2B-shaped q4f16_1 folder (about 1 GB) whose shards are sparse files: validation must succeed
 // from the manifest and stat alone.
 TEST(FolderValidationLarge, SparseRealShapeFolderValidatesWithoutReading) {

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "model/expected_params.h"
 #include "model/tiny_model.h"
 #include "runtime/local_engine.h"
@@ -166,6 +168,74 @@ TEST(ModelConfig, RejectsWrongTypesAndUnknownNames) {
   r = parseModelConfig(c, "x.json");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().detail["field"], "num_key_value_heads");
+}
+
+// Issue 18: every field the engine reads is type- and range-checked, in model_config and at the top level alike,
+// and the error names the file, the field (where it sits) and the problem.
+TEST(ModelConfig, EveryReadFieldIsCheckedWhereverItSits) {
+  struct Case {
+    std::function<void(nlohmann::json&)> edit;
+    std::string field, problem;
+  };
+  const std::vector<Case> cases = {
+      // The finding: a top-level value of the wrong type hid behind a good model_config one.
+      {[](auto& j) { j["context_window_size"] = "big"; }, "context_window_size", "wrong_type"},
+      {[](auto& j) { j["model_config"]["context_window_size"] = "big"; }, "model_config.context_window_size", "wrong_type"},
+      {[](auto& j) { j["context_window_size"] = 0; }, "context_window_size", "bad_value"},
+      {[](auto& j) { j["prefill_chunk_size"] = -5; }, "prefill_chunk_size", "bad_value"},
+      {[](auto& j) { j["sliding_window_size"] = 1.5; }, "sliding_window_size", "wrong_type"},
+      {[](auto& j) { j["vocab_size"] = 1ll << 40; }, "vocab_size", "bad_value"},
+      {[](auto& j) { j["model_config"]["hidden_size"] = -1024; }, "model_config.hidden_size", "bad_value"},
+      {[](auto& j) { j["model_config"]["head_dim"] = true; }, "model_config.head_dim", "wrong_type"},
+      {[](auto& j) { j["model_config"]["rms_norm_eps"] = 0; }, "model_config.rms_norm_eps", "bad_value"},
+      {[](auto& j) { j["model_config"]["rope_theta"] = "1e6"; }, "model_config.rope_theta", "wrong_type"},
+      {[](auto& j) { j["model_config"]["tie_word_embeddings"] = 1; }, "model_config.tie_word_embeddings", "wrong_type"},
+      {[](auto& j) { j["temperature"] = -1; }, "temperature", "bad_value"},
+      {[](auto& j) { j["top_p"] = 0; }, "top_p", "bad_value"},
+      {[](auto& j) { j["repetition_penalty"] = "1"; }, "repetition_penalty", "wrong_type"},
+      {[](auto& j) { j["presence_penalty"] = 1e300; }, "presence_penalty", "bad_value"},
+      {[](auto& j) { j["tokenizer_info"] = "byte_level"; }, "tokenizer_info", "wrong_type"},
+      {[](auto& j) { j["model_type"] = 3; }, "model_type", "wrong_type"},
+      {[](auto& j) { j["model_config"] = "x"; }, "model_config", "wrong_type"},
+      {[](auto& j) { j["model_config"]["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", "8"}}; },
+       "rope_scaling.factor", "wrong_type"},
+      {[](auto& j) {
+         j["model_config"]["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8}, {"low_freq_factor", 1},
+                                              {"high_freq_factor", 4}, {"original_max_position_embeddings", 1e300}};
+       },
+       "rope_scaling.original_max_position_embeddings", "wrong_type"},
+      {[](auto& j) { j["conv_template"] = {{"stop_token_ids", {151645, "x"}}}; }, "conv_template.stop_token_ids",
+       "wrong_type"},
+      {[](auto& j) { j["conv_template"] = {{"system_prefix_token_ids", {151936}}}; },
+       "conv_template.system_prefix_token_ids", "outside_vocabulary"},
+  };
+  for (const auto& c : cases) {
+    nlohmann::json j = qwen3Config();
+    c.edit(j);
+    auto r = parseModelConfig(j, "mlc-chat-config.json");
+    ASSERT_FALSE(r.ok()) << j.dump();
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidModelFolder);
+    EXPECT_EQ(r.error().detail["file"], "mlc-chat-config.json");
+    EXPECT_EQ(r.error().detail["field"], c.field) << r.error().toString();
+    EXPECT_EQ(r.error().detail["problem"], c.problem) << r.error().toString();
+  }
+  nlohmann::json ok = qwen3Config();
+  ok["context_window_size"] = -1;  // -1: no window (a sliding window instead) stays valid
+  ok["sliding_window_size"] = 4096;
+  ok["model_config"].erase("context_window_size");
+  EXPECT_TRUE(parseModelConfig(ok, "mlc-chat-config.json").ok());
+}
+
+// A template id outside the vocabulary fails at load (legacy names included), before any GPU work.
+TEST(ModelConfig, TemplateIdsOutsideTheVocabularyAreRejected) {
+  auto conv = ConvTemplate::builtin("llama-3");
+  ASSERT_TRUE(conv.ok());
+  Status st = checkTemplateIds(*conv, 256);  // the llama tiny fixture's vocabulary before its fix
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kInvalidModelFolder);
+  EXPECT_EQ(st.error().detail["field"], "conv_template.system_prefix_token_ids");
+  EXPECT_EQ(st.error().detail["id"], 128000);
+  EXPECT_TRUE(checkTemplateIds(*conv, 128256).ok());
 }
 
 TEST(ModelConfig, WriterOutputParsesBackForEveryArch) {

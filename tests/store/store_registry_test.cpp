@@ -4,6 +4,8 @@
 #include <sqlite3.h>
 
 #include <atomic>
+#include <filesystem>
+#include <thread>
 
 #include "store_test_util.h"
 
@@ -219,6 +221,40 @@ TEST(StoreRegistry, ProcessesOpeningANewCacheTogetherAllSucceed) {
       EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "round " << round << " status " << status;
     }
   }
+}
+
+}  // namespace
+}  // namespace ewgpu::test
+
+namespace ewgpu::test {
+namespace {
+
+// Lock files do not outlive their use (issue 18: no lock files behind), and removing them does not break mutual
+// exclusion: a waiter that gets the flock of an unlinked file starts over on the path's fresh file.
+TEST(FileLockTest, ReleasedLocksLeaveNoFileAndStillExclude) {
+  const std::string dir = ::testing::TempDir() + "/ewgpu-lock-" + std::to_string(::getpid());
+  ASSERT_TRUE(makeDirTree(dir).ok());
+  const std::string path = dir + "/m.lock";
+  std::atomic<int> inside{0}, most{0}, rounds{0};
+  auto worker = [&] {
+    for (int i = 0; i < 200; ++i) {
+      auto lock = FileLock::acquire(path);
+      ASSERT_TRUE(lock.ok()) << lock.error().toString();
+      const int now = ++inside;
+      int seen = most.load();
+      while (now > seen && !most.compare_exchange_weak(seen, now)) {
+      }
+      std::this_thread::yield();
+      --inside;
+      ++rounds;
+    }
+  };
+  std::thread a(worker), b(worker), c(worker);
+  a.join(), b.join(), c.join();
+  EXPECT_EQ(rounds.load(), 600);
+  EXPECT_EQ(most.load(), 1) << "two holders at once";
+  EXPECT_FALSE(std::filesystem::exists(path)) << "the lock file outlived its last holder";
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

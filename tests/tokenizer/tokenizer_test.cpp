@@ -77,6 +77,48 @@ TEST(Tokenizer, LoadErrorsAreTypedWithFileAndProblem) {
   }
 }
 
+// Issue 18: a tokenizer.json of the wrong shape names the field that is wrong (not "not valid JSON").
+TEST(Tokenizer, WrongShapesNameTheField) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"[]", ""},
+      {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "byte_fallback": "yes"}})", "model.byte_fallback"},
+      {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": {}}})", "model.merges"},
+      {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [3]}})", "model.merges[0]"},
+      {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "unk_token": 1}})", "model.unk_token"},
+      {R"({"model": {"type": "BPE", "vocab": {"a": 9999999}}})", "model.vocab"},
+      {R"({"model": 5})", "model"},
+      {R"({"model": {"type": "BPE", "vocab": {"a": 0}}, "added_tokens": [{"id": "1", "content": "x"}]})",
+       "added_tokens[0].id"},
+      {R"({"model": {"type": "BPE", "vocab": {"a": 0}}, "added_tokens": [{"id": 1, "content": "x", "special": 1}]})",
+       "added_tokens[0].special"},
+      {R"({"model": {"type": "BPE", "vocab": {"a": 0}}, "normalizer": {"type": "Sequence", "normalizers": [
+          {"type": "NFC"}, {"type": "Prepend", "prepend": 7}]}})",
+       "normalizer.normalizers[1].prepend"},
+      {R"({"model": {"type": "BPE", "vocab": {"a": 0}}, "pre_tokenizer": {"type": "ByteLevel", "use_regex": "no"}})",
+       "pre_tokenizer.use_regex"},
+      {R"({"model": {"type": "BPE", "vocab": {"a": 0}}, "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+          {"type": "Split", "pattern": {"Regex": "x"}, "behavior": 4}]}})",
+       "pre_tokenizer.pretokenizers[0].behavior"},
+      {R"({"model": {"type": "BPE", "vocab": {"a": 0}}, "decoder": {"type": "Strip", "content": " ", "start": -1}})",
+       "decoder.start"},
+      {R"({"model": {"type": "BPE", "vocab": {"a": 0}}, "decoder": "ByteLevel"})", "decoder"},
+  };
+  for (const auto& [json, field] : cases) {
+    auto t = Tokenizer::fromJson(json);
+    ASSERT_FALSE(t.ok()) << json;
+    EXPECT_EQ(t.error().code, ErrorCode::kInvalidModelFolder) << json;
+    EXPECT_EQ(t.error().detail["file"], "tokenizer.json");
+    EXPECT_EQ(t.error().detail.value("field", std::string("?")), field) << t.error().toString();
+    EXPECT_NE(t.error().detail["problem"], "bad_json") << t.error().toString();
+    if (!field.empty()) {
+      EXPECT_NE(t.error().message.find(field), std::string::npos) << t.error().message;
+    }
+  }
+  auto bad = Tokenizer::fromJson("{not json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().detail["problem"], "bad_json");
+}
+
 TEST(Tokenizer, SplitBehaviours) {
   const std::string text = "the-final--countdown";
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
