@@ -18,16 +18,27 @@ Result<LocalEngine> LocalEngine::load(const std::string& dir, const LocalEngineO
     if (!conv) return std::move(conv).error();
     e.conv.emplace(std::move(*conv));
   }
+  auto mark = std::chrono::steady_clock::now();
+  auto lap = [&mark] {
+    auto now = std::chrono::steady_clock::now();
+    double ms = std::chrono::duration<double, std::milli>(now - mark).count();
+    mark = now;
+    return ms;
+  };
   auto ctx = gpu::Context::create(opts.gpu);
   if (!ctx) return std::move(ctx).error();
   e.ctx = std::move(*ctx);
+  e.phases.device_ms = lap();
   auto model = uploadModel(*e.ctx, *e.folder, {opts.max_chunk_bytes});
   if (!model) return std::move(model).error();
   e.model = std::move(*model);
+  e.phases.upload_ms = lap();
   auto fwd = Forward::create(*e.ctx, *e.model, opts.forward);
   if (!fwd) return std::move(fwd).error();
   e.forward = std::move(*fwd);
+  e.phases.forward_ms = lap();
   EWGPU_TRY(e.ctx->finish());
+  e.phases.finish_ms = lap();
   e.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return e;
 }

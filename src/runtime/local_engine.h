@@ -30,6 +30,11 @@ struct LocalEngine {
   std::optional<Tokenizer> tokenizer;
   std::optional<ConvTemplate> conv;
   double load_ms = 0;
+  // Where load_ms went: device creation, weight upload, Forward::create (its pipelines, see
+  // ctx->compileStats()), and the wait for the GPU to finish the uploads.
+  struct LoadPhases {
+    double device_ms = 0, upload_ms = 0, forward_ms = 0, finish_ms = 0;
+  } phases;
 
   static Result<LocalEngine> load(const std::string& dir, const LocalEngineOptions& opts);
 };
