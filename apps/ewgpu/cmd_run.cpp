@@ -1,8 +1,9 @@
-// ewgpu run MODEL [PROMPT]: generate text through the engine (include/ewgpu/engine.h) from a model folder, a
-// store id or a URL, streaming it to stdout, then the timings (time to first token, prefill and decode tok/s)
-// on stderr.
+// ewgpu run [MODEL] [PROMPT]: generate text through the engine (include/ewgpu/engine.h) from a model folder, a
+// store id or a URL (the built-in default model when the first argument names no model: run_target.h),
+// streaming it to stdout, then the timings (time to first token, prefill and decode tok/s) on stderr.
 #include "command.h"
 #include "ewgpu/engine.h"
+#include "run_target.h"
 
 #include <cerrno>
 #include <cmath>
@@ -44,11 +45,11 @@ Result<std::optional<float>> numberFlag(const Args& args, const std::string& nam
 int runRun(const Args& args) {
   const bool json = hasFlag(args, "--json");
   auto pos = positionals(args, kValued);
-  if (pos.empty()) {
-    std::fprintf(stderr, "usage: ewgpu run MODEL [PROMPT] [--chat] [--max-tokens N] ...\n");
-    return 2;
-  }
-  std::string prompt = pos.size() > 1 ? pos[1] : "";
+  StoreOptions so;
+  if (auto c = flagValue(args, "--cache-dir")) so.cache_dir = *c;
+  auto target = resolveRunTarget(pos, so);
+  if (!target) return reportError(target.error(), json);
+  std::string prompt = target->prompt.value_or("");
   if (auto f = flagValue(args, "--file")) {
     std::ifstream in(*f);
     if (!in) return reportError(makeError(ErrorCode::kBadRequest, "cannot read " + *f, {{"file", *f}}), json);
@@ -56,7 +57,7 @@ int runRun(const Args& args) {
     ss << in.rdbuf();
     prompt = ss.str();
   }
-  if (prompt.empty()) prompt = "Hello";
+  if (prompt.empty()) prompt = target->is_default && !hasFlag(args, "--chat") ? "Once upon a time" : "Hello";
 
   // Every flag is checked before the model loads.
   auto max_tokens = countFlag(args, "--max-tokens", 1, 1u << 30, 128);
@@ -115,7 +116,7 @@ int runRun(const Args& args) {
   eo.activations = *act;
   auto engine = Engine::create(eo);
   if (!engine) return reportError(engine.error(), json);
-  auto loaded = (*engine)->load(pos[0])->wait();
+  auto loaded = (*engine)->load(target->model)->wait();
   if (!loaded) return reportError(loaded.error(), json);
 
   std::function<void(const Chunk&)> print;
@@ -154,9 +155,10 @@ int runRun(const Args& args) {
   return 0;
 }
 
-Registration reg{{"run", "run MODEL [PROMPT] [--chat] [--max-tokens N] [--temperature T] [--top-p P] [--seed S] "
+Registration reg{{"run", "run [MODEL] [PROMPT] [--chat] [--max-tokens N] [--temperature T] [--top-p P] [--seed S] "
                          "[--steps K] [--activations auto|f32|int8|int16] [--json]",
-                  "generate through the engine from a model folder or store id, streaming text; prints TTFT and tok/s",
+                  "generate through the engine from a model folder or store id (none: the built-in default model), "
+                  "streaming text; prints TTFT and tok/s",
                   runRun}};
 
 }  // namespace
