@@ -1,5 +1,6 @@
-// ewgpu run MODEL [PROMPT]: generate text through the engine (include/ewgpu/engine.h) from a model folder, a
-// store id or a URL, streaming it to stdout, then the timings (time to first token, prefill and decode tok/s) on
+// ewgpu run [MODEL] [PROMPT]: generate text through the engine (include/ewgpu/engine.h) from a model folder, a
+// store id or a URL (the built-in default model when the first argument names no model: run_target.h), streaming
+// it to stdout, then the timings (time to first token, prefill and decode tok/s) on
 // stderr. Flags are parsed and checked first (run_flags.h); a catalogue id that is not cached is pulled (unless
 // --no-pull); the load draws a progress line on a terminal; Ctrl-C stops the generation cleanly (newline,
 // timings, "interrupted", exit 130), a second one ends the process at once.
@@ -12,6 +13,7 @@
 #include "command.h"
 #include "ewgpu/engine.h"
 #include "run_flags.h"
+#include "run_target.h"
 #include "store/model_store.h"
 #include "terminal.h"
 
@@ -46,6 +48,21 @@ LocalLoadProgress lineProgress(const LoadProgress& p) {
 
 int runRun(RunOptions& o) {
   const bool json = o.json;
+  // [MODEL] [PROMPT]: a lone first word that names no model is the default model's prompt; no word at all runs
+  // the default model (on "Once upon a time" unless a prompt comes from -p, --file or stdin).
+  if (o.model_flag.empty()) {
+    std::vector<std::string> pos;
+    if (!o.model_arg.empty()) pos.push_back(o.model_arg);
+    if (o.prompt_arg) pos.push_back(*o.prompt_arg);
+    StoreOptions so;
+    so.cache_dir = o.cache_dir;
+    auto target = resolveRunTarget(pos, so);
+    if (!target) return reportError(target.error(), json);
+    o.model_arg = target->model;
+    o.prompt_arg = target->prompt;
+    if (target->is_default && !o.prompt_arg && !o.prompt_flag && !o.prompt_file && ::isatty(0) == 1 && !o.chat)
+      o.prompt_arg = "Once upon a time";
+  }
   if (Status st = checkRunOptions(o, ::isatty(0) == 1); !st) return usageError(st.error().message, json);
   installInterruptHandler();
   setInterruptImmediate(true);  // until generation starts there is nothing to finish cleanly

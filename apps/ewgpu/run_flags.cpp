@@ -9,7 +9,9 @@
 namespace ewgpu::cli {
 
 void addRunFlags(CLI::App& app, RunOptions& o) {
-  app.add_option("MODEL", o.model_arg, "a model folder, a store id (pulled first if not cached) or a URL");
+  app.add_option("MODEL", o.model_arg,
+                 "a model folder, a store id (pulled first if not cached), a URL, or default (the built-in model; "
+                 "a lone first word that names no model is its prompt)");
   app.add_option("PROMPT", o.prompt_arg, "the prompt (else -p, --file, or stdin when it is not a terminal)");
   app.add_option("-m,--model", o.model_flag, "the model, as MODEL");
   app.add_option("-p,--prompt", o.prompt_flag, "the prompt, as PROMPT");

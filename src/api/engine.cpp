@@ -3,6 +3,7 @@
 // the public API. Requests and chat.completions are in engine_requests.cpp.
 #include "api/engine_impl.h"
 #include "runtime/local_engine.h"
+#include "store/cache_files.h"
 #include "store/model_store.h"
 #include "store/catalog.h"
 #include "store/model_url.h"
@@ -96,6 +97,8 @@ Status Engine::Impl::ensureContext() {
   gpu::ContextOptions co;
   co.adapter = opts.adapter;
   co.robust = opts.robust;
+  // Compiled pipelines persist beside the models (gpu/pipeline_cache.h): a second run skips what Dawn can reuse.
+  co.pipeline_cache_dir = opts.cache_dir.empty() ? defaultCacheDir() : opts.cache_dir;
   auto c = gpu::Context::create(co);
   if (!c) return std::move(c).error();
   ctx = std::move(*c);

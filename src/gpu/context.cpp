@@ -5,6 +5,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include "gpu/pipeline_cache.h"
+
+#include <chrono>
+
 #include <cstdlib>
 #include <algorithm>
 #include <cstring>
@@ -157,6 +161,8 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
 }
 
 Context::~Context() {
+  if (device_) (void)awaitPipelines();  // no callback may outlive its PendingPipeline
+  pending_.clear();
   kernels_.clear();
   if (queue_) wgpuQueueRelease(queue_);
   if (device_) {
@@ -325,6 +331,25 @@ Status Context::requestDevice(const ContextOptions& options) {
   toggles.enabledToggles = enabled.data();
   info_.toggles = list;
 
+  // Dawn's blob cache, in a directory per adapter and Dawn build.
+  std::string cache_root = options.pipeline_cache_dir;
+  if (cache_root.empty())
+    if (const char* e = std::getenv("EWGPU_PIPELINE_CACHE_DIR")) cache_root = e;
+  WGPUDawnCacheDeviceDescriptor cache_desc{};
+  std::string isolation;
+  if (!cache_root.empty()) {
+    WGPUAdapterInfo ai{};
+    wgpuAdapterGetInfo(adapter_, &ai);
+    isolation = pipelineCacheKey(toString(ai.vendor), toString(ai.device), toString(ai.description));
+    wgpuAdapterInfoFreeMembers(ai);
+    disk_cache_ = std::make_unique<PipelineDiskCache>(cache_root + "/pipelines/" + isolation);
+    cache_desc.chain.sType = WGPUSType_DawnCacheDeviceDescriptor;
+    cache_desc.isolationKey = view(isolation);
+    cache_desc.loadDataFunction = &PipelineDiskCache::load;
+    cache_desc.storeDataFunction = &PipelineDiskCache::store;
+    cache_desc.functionUserdata = disk_cache_.get();
+    toggles.chain.next = &cache_desc.chain;
+  }
   WGPUDeviceDescriptor desc{};
   desc.nextInChain = &toggles.chain;
   desc.label = view("ewgpu");
@@ -521,18 +546,35 @@ void Context::write(const Buffer& dst, uint64_t offset, const void* data, size_t
   wgpuQueueWriteBuffer(queue_, dst.handle(), offset, data, size);
 }
 
+// A pipeline being compiled by Dawn's workers: the callback (run inside wgpuInstanceWaitAny, mode WaitAnyOnly)
+// fills status and pipeline, awaitPipelines() moves the pipeline into the kernel.
+struct Context::PendingPipeline {
+  Kernel* kernel = nullptr;
+  std::string key;
+  WGPUFuture future{};
+  bool done = false;
+  WGPUCreatePipelineAsyncStatus status = WGPUCreatePipelineAsyncStatus_InternalError;
+  WGPUComputePipeline pipeline = nullptr;
+  std::string message;
+};
+
 Result<const Kernel*> Context::kernel(std::string_view name, const Constants& constants) {
   std::string desc;  // "N=3072 K=2048 ...": the cache key's tail and the kernel's description
   for (const auto& [k, v] : constants) desc += (desc.empty() ? "" : " ") + k + "=" + std::to_string(v);
   const std::string key = std::string(name) + "|" + desc;
   auto it = kernels_.find(key);
-  if (it != kernels_.end()) return it->second.get();
+  if (it != kernels_.end()) {
+    if (!it->second->error.empty())
+      return makeError(ErrorCode::kGpu, "kernel '" + std::string(name) + "' pipeline creation failed: " + it->second->error,
+                       {{"kernel", name}, {"stage", "pipeline"}, {"compiler", it->second->error}});
+    return it->second.get();
+  }
   std::string_view src = embeddedWgsl(name);
   if (src.empty())
     return makeError(ErrorCode::kInternal, "no embedded kernel '" + std::string(name) + "'", {{"kernel", name}});
   std::vector<std::string> defines;
   if (info_.subgroups) defines.push_back("SUBGROUPS");
-  auto k = compile(name, preprocessWgsl(src, defines), constants);
+  auto k = build(name, preprocessWgsl(src, defines), constants, defer_pipelines_ ? key : std::string());
   if (!k) return std::move(k).error();
   (*k)->constants = desc;
   const Kernel* p = k->get();
@@ -543,6 +585,13 @@ Result<const Kernel*> Context::kernel(std::string_view name, const Constants& co
 
 Result<std::unique_ptr<Kernel>> Context::compile(std::string_view name, std::string_view wgsl,
                                                  const Constants& constants) {
+  return build(name, wgsl, constants, std::string());
+}
+
+Result<std::unique_ptr<Kernel>> Context::build(std::string_view name, std::string_view wgsl,
+                                               const Constants& constants, const std::string& async_key) {
+  using clock = std::chrono::steady_clock;
+  auto ms = [](clock::time_point a) { return std::chrono::duration<double, std::milli>(clock::now() - a).count(); };
   WGPUShaderSourceWGSL src{};
   src.chain.sType = WGPUSType_ShaderSourceWGSL;
   src.code = view(wgsl);
@@ -550,7 +599,9 @@ Result<std::unique_ptr<Kernel>> Context::compile(std::string_view name, std::str
   md.nextInChain = &src.chain;
   md.label = view(name);
   WGPUShaderModule module = nullptr;
+  auto t0 = clock::now();
   Status s = scoped([&] { module = wgpuDeviceCreateShaderModule(device_, &md); });
+  compile_stats_.shader_ms += ms(t0);
   if (!s) {
     if (module) wgpuShaderModuleRelease(module);
     return makeError(ErrorCode::kGpu, "kernel '" + std::string(name) + "' failed to compile: " + s.error().message,
@@ -600,7 +651,32 @@ Result<std::unique_ptr<Kernel>> Context::compile(std::string_view name, std::str
   pd.compute.entryPoint = WGPUStringView{nullptr, WGPU_STRLEN};
   pd.compute.constantCount = entries.size();
   pd.compute.constants = entries.data();
+  auto t1 = clock::now();
+  compile_stats_.kernels++;
+  if (!async_key.empty()) {
+    // Dawn copies what it needs from the descriptor; the module and layout are referenced by the pipeline.
+    auto p = std::make_unique<PendingPipeline>();
+    p->kernel = k.get();
+    p->key = async_key;
+    WGPUCreateComputePipelineAsyncCallbackInfo cb{};
+    cb.mode = WGPUCallbackMode_WaitAnyOnly;
+    cb.callback = [](WGPUCreatePipelineAsyncStatus st, WGPUComputePipeline pl, WGPUStringView msg, void* u1, void*) {
+      auto* pp = static_cast<PendingPipeline*>(u1);
+      pp->done = true;
+      pp->status = st;
+      pp->pipeline = pl;
+      pp->message = toString(msg);
+    };
+    cb.userdata1 = p.get();
+    p->future = wgpuDeviceCreateComputePipelineAsync(device_, &pd, cb);
+    pending_.push_back(std::move(p));
+    compile_stats_.pipeline_ms += ms(t1);
+    wgpuShaderModuleRelease(module);
+    wgpuPipelineLayoutRelease(pipeline_layout);
+    return k;
+  }
   s = scoped([&] { k->pipeline = wgpuDeviceCreateComputePipeline(device_, &pd); });
+  compile_stats_.pipeline_ms += ms(t1);
   wgpuShaderModuleRelease(module);
   wgpuPipelineLayoutRelease(pipeline_layout);
   if (!s) {
@@ -612,6 +688,45 @@ Result<std::unique_ptr<Kernel>> Context::compile(std::string_view name, std::str
   return k;
 }
 
+Status Context::awaitPipelines() {
+  if (pending_.empty()) return {};
+  auto t0 = std::chrono::steady_clock::now();
+  Status first;
+  for (auto& p : pending_) {
+    Status w = p->done ? Status() : waitLong(p->future);
+    std::string why;
+    if (!w)
+      why = w.error().message;
+    else if (p->status != WGPUCreatePipelineAsyncStatus_Success || !p->pipeline)
+      why = p->message.empty() ? "status " + std::to_string((int)p->status) : p->message;
+    if (why.empty()) {
+      p->kernel->pipeline = p->pipeline;
+      continue;
+    }
+    if (p->pipeline) wgpuComputePipelineRelease(p->pipeline);
+    p->kernel->error = why;  // kept in the cache (ops may hold it): kernel() and dispatch() report it
+    if (first) {
+      const std::string name = p->kernel->name;
+      first = makeError(ErrorCode::kGpu, "kernel '" + name + "' pipeline creation failed: " + why,
+                        {{"kernel", name}, {"stage", "pipeline"}, {"compiler", why}});
+    }
+  }
+  pending_.clear();
+  compile_stats_.wait_ms +=
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return first;
+}
+
+CompileStats Context::compileStats() const {
+  CompileStats s = compile_stats_;
+  if (disk_cache_) {
+    s.cache_hits = disk_cache_->hits();
+    s.cache_misses = disk_cache_->misses();
+    s.cache_stores = disk_cache_->stores();
+    s.cache_dir = disk_cache_->dir();
+  }
+  return s;
+}
 
 Result<BindGroup> Context::bindGroup(const Kernel& k, const std::vector<Binding>& bindings) {
   uint32_t& seen = bindings_per_kernel_[k.name];

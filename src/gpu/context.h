@@ -34,6 +34,9 @@ struct ContextOptions {
   // Further Dawn device toggles to enable, e.g. "disable_workgroup_init". Unknown names are ignored by Dawn.
   // "" = $EWGPU_DAWN_TOGGLES (comma-separated).
   std::string toggles = "";
+  // Where compiled pipelines persist across runs (Dawn's blob cache, gpu/pipeline_cache.h), under a
+  // subdirectory per adapter and Dawn build. "" = $EWGPU_PIPELINE_CACHE_DIR, else no disk cache.
+  std::string pipeline_cache_dir = "";
 };
 
 class Context;
@@ -77,8 +80,9 @@ struct Kernel {
   Kernel& operator=(const Kernel&) = delete;
   std::string name;
   std::string constants;  // "N=3072 K=2048 ..." (profiles name dispatches by it)
-  WGPUComputePipeline pipeline = nullptr;
+  WGPUComputePipeline pipeline = nullptr;  // null while an asynchronous creation is pending, or after it failed
   WGPUBindGroupLayout layout = nullptr;
+  std::string error;                       // why the asynchronous creation failed ("" otherwise)
 };
 
 // A slice of a buffer bound at binding index `binding` (in order of the kernel's @binding numbers).
@@ -105,6 +109,16 @@ class BindGroup {
 
 // Override constants of a pipeline (WGSL `override` declarations), by name.
 using Constants = std::map<std::string, double>;
+
+// Where kernel creation spent its time (wall clock, summed over compile() calls): start-up profiles.
+struct CompileStats {
+  uint32_t kernels = 0;     // pipelines created
+  double shader_ms = 0;     // wgpuDeviceCreateShaderModule (WGSL parse + validation)
+  double pipeline_ms = 0;   // in wgpuDeviceCreateComputePipeline[Async] (Tint codegen + driver compile when sync)
+  double wait_ms = 0;       // in awaitPipelines(): asynchronous compiles not finished when needed
+  uint32_t cache_hits = 0, cache_misses = 0, cache_stores = 0;  // the disk cache's blobs (when enabled)
+  std::string cache_dir;    // "" when there is no disk cache
+};
 
 class Context {
  public:
@@ -135,6 +149,15 @@ class Context {
   void setKernelCompiledHook(std::function<void(size_t compiled)> fn) { on_kernel_compiled_ = std::move(fn); }
   // The same from WGSL text (tests, tools). Not cached.
   Result<std::unique_ptr<Kernel>> compile(std::string_view name, std::string_view wgsl, const Constants& constants = {});
+
+  // While deferred, kernel() starts each new pipeline with wgpuDeviceCreateComputePipelineAsync, so Dawn compiles
+  // them on its worker threads in parallel while the caller goes on building; a failure then surfaces at
+  // awaitPipelines() rather than at kernel(). Forward::create defers around building its ops.
+  void deferPipelines(bool on) { defer_pipelines_ = on; }
+  // Waits for every pipeline kernel() started asynchronously. GPU_ERROR naming the kernel (and removing it from
+  // the cache) if one failed. Recorder::dispatch calls it for a kernel whose pipeline is still pending.
+  Status awaitPipelines();
+  CompileStats compileStats() const;
 
   // A bind group for `k` whose entries are bindings[i] at @binding(i). GPU_ERROR on validation failure.
   Result<BindGroup> bindGroup(const Kernel& k, const std::vector<Binding>& bindings);
@@ -170,6 +193,9 @@ class Context {
   Status init(const ContextOptions& options);
   Status requestAdapter(const std::string& mode, nlohmann::json& tried);
   Status requestDevice(const ContextOptions& options);
+  // compile() and kernel(): a non-empty async_key starts the pipeline asynchronously (pending_ under that key).
+  Result<std::unique_ptr<Kernel>> build(std::string_view name, std::string_view wgsl, const Constants& constants,
+                                        const std::string& async_key);
   void fillInfo();
   void pushScopes();
   Status popScopes();
@@ -191,6 +217,11 @@ class Context {
   std::map<std::string, std::unique_ptr<Kernel>> kernels_;  // key: name + constants
   std::map<std::string, uint32_t> bindings_per_kernel_;
   std::function<void(size_t)> on_kernel_compiled_;
+  CompileStats compile_stats_;
+  bool defer_pipelines_ = false;
+  struct PendingPipeline;
+  std::vector<std::unique_ptr<PendingPipeline>> pending_;  // started by kernel(), collected by awaitPipelines()
+  std::unique_ptr<class PipelineDiskCache> disk_cache_;
 };
 
 // A tiny preprocessor for kernels: lines `//#if NAME`, `//#else`, `//#endif` keep or drop code depending on

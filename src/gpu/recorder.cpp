@@ -39,6 +39,18 @@ void Recorder::endPass() {
 
 void Recorder::dispatch(const Kernel& k, const BindGroup& bg, uint32_t x, uint32_t y, uint32_t z) {
   if (cap_ && since_submit_ >= cap_) (void)submit();  // errors resurface at the caller's submit()
+  if (!k.pipeline) {
+    // A pipeline still compiling asynchronously (Context::kernel). A failure surfaces at submit() via the
+    // context's error, and the dispatch is dropped rather than recorded without a pipeline.
+    Status s = ctx_.awaitPipelines();
+    if (!k.pipeline) {
+      if (deferred_error_)
+        deferred_error_ = s ? makeError(ErrorCode::kGpu, "kernel '" + k.name + "' has no pipeline: " + k.error,
+                                        {{"kernel", k.name}, {"compiler", k.error}})
+                            : std::move(s).error();
+      return;
+    }
+  }
   ensurePass();
   wgpuComputePassEncoderSetPipeline(pass_, k.pipeline);
   wgpuComputePassEncoderSetBindGroup(pass_, 0, bg.handle(), 0, nullptr);
@@ -84,6 +96,11 @@ Status Recorder::submit() {
     ++stats_.submits;
   }
   since_submit_ = 0;
+  if (!deferred_error_) {
+    Status e = std::move(deferred_error_);
+    deferred_error_ = Status();
+    return e;
+  }
   return ctx_.takeError();
 }
 

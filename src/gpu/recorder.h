@@ -61,6 +61,7 @@ class Recorder {
   uint32_t repeat_ = 1;
   std::vector<std::string> labels_, details_;
   RecorderStats stats_;
+  Status deferred_error_;  // a dispatch dropped for want of a pipeline (asynchronous creation failed)
 };
 
 // Timestamps around compute passes (needs the timestamp-query feature; otherwise available() is false).

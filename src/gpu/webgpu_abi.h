@@ -3,7 +3,8 @@
 // no header. Differences from today's upstream webgpu.h that matter here (dawn-abi.md §0, §10):
 //   - old WGPUFeatureName numbering (TimestampQuery 0x03, ShaderF16 0x0A, Subgroups 0x11),
 //   - old WGPUInstanceDescriptor {nextInChain; WGPUInstanceCapabilities capabilities},
-//   - Dawn sTypes 0x0005xxxx (DawnTogglesDescriptor 0x5000A, AdapterPropertiesMemoryHeaps 0x50013).
+//   - Dawn sTypes 0x0005xxxx (DawnCacheDeviceDescriptor 0x50007, DawnTogglesDescriptor 0x5000A,
+//     AdapterPropertiesMemoryHeaps 0x50013).
 // tests/gpu/abi_test.cpp pins sizes, offsets and values against the binary so a version bump fails loudly.
 // With -DEWGPU_SYSTEM_DAWN=ON the official <webgpu/webgpu.h> of a user's Dawn is used instead (same code).
 #pragma once
@@ -72,6 +73,7 @@ typedef enum WGPUFeatureName {
   WGPUFeatureName_ChromiumExperimentalSubgroupMatrix = 0x00050037,
   WGPUFeatureName_Force32 = 0x7FFFFFFF
 } WGPUFeatureName;
+typedef enum WGPUCreatePipelineAsyncStatus { WGPUCreatePipelineAsyncStatus_Success = 1, WGPUCreatePipelineAsyncStatus_CallbackCancelled = 2, WGPUCreatePipelineAsyncStatus_ValidationError = 3, WGPUCreatePipelineAsyncStatus_InternalError = 4, WGPUCreatePipelineAsyncStatus_Force32 = 0x7FFFFFFF } WGPUCreatePipelineAsyncStatus;
 typedef enum WGPUMapAsyncStatus { WGPUMapAsyncStatus_Success = 1, WGPUMapAsyncStatus_CallbackCancelled = 2, WGPUMapAsyncStatus_Error = 3, WGPUMapAsyncStatus_Aborted = 4, WGPUMapAsyncStatus_Force32 = 0x7FFFFFFF } WGPUMapAsyncStatus;
 typedef enum WGPUPopErrorScopeStatus { WGPUPopErrorScopeStatus_Success = 1, WGPUPopErrorScopeStatus_CallbackCancelled = 2, WGPUPopErrorScopeStatus_Error = 3, WGPUPopErrorScopeStatus_Force32 = 0x7FFFFFFF } WGPUPopErrorScopeStatus;
 typedef enum WGPUPowerPreference { WGPUPowerPreference_Undefined = 0, WGPUPowerPreference_LowPower = 1, WGPUPowerPreference_HighPerformance = 2, WGPUPowerPreference_Force32 = 0x7FFFFFFF } WGPUPowerPreference;
@@ -89,6 +91,7 @@ typedef enum WGPUTextureFormat { WGPUTextureFormat_Undefined = 0, WGPUTextureFor
 typedef enum WGPUSType {
   WGPUSType_ShaderSourceSPIRV = 0x00000001,
   WGPUSType_ShaderSourceWGSL = 0x00000002,
+  WGPUSType_DawnCacheDeviceDescriptor = 0x00050007,
   WGPUSType_DawnTogglesDescriptor = 0x0005000A,
   WGPUSType_AdapterPropertiesMemoryHeaps = 0x00050013,
   WGPUSType_Force32 = 0x7FFFFFFF
@@ -140,6 +143,11 @@ typedef void (*WGPUDeviceLostCallback)(const WGPUDevice* device, WGPUDeviceLostR
 typedef void (*WGPUUncapturedErrorCallback)(const WGPUDevice* device, WGPUErrorType type, WGPUStringView message, void* userdata1, void* userdata2);
 typedef void (*WGPUQueueWorkDoneCallback)(WGPUQueueWorkDoneStatus status, WGPUStringView message, void* userdata1, void* userdata2);
 typedef void (*WGPUBufferMapCallback)(WGPUMapAsyncStatus status, WGPUStringView message, void* userdata1, void* userdata2);
+typedef void (*WGPUCreateComputePipelineAsyncCallback)(WGPUCreatePipelineAsyncStatus status, WGPUComputePipeline pipeline, WGPUStringView message, void* userdata1, void* userdata2);
+// Dawn's blob cache (DawnCacheDeviceDescriptor): load returns the value's size (0: miss) and copies it when
+// value is non-null and valueSize is that size; both may be called from Dawn's worker threads.
+typedef size_t (*WGPUDawnLoadCacheDataFunction)(const void* key, size_t keySize, void* value, size_t valueSize, void* userdata);
+typedef void (*WGPUDawnStoreCacheDataFunction)(const void* key, size_t keySize, const void* value, size_t valueSize, void* userdata);
 typedef void (*WGPUPopErrorScopeCallback)(WGPUPopErrorScopeStatus status, WGPUErrorType type, WGPUStringView message, void* userdata1, void* userdata2);
 
 typedef struct WGPURequestAdapterCallbackInfo { WGPUChainedStruct* nextInChain; WGPUCallbackMode mode; WGPURequestAdapterCallback callback; void* userdata1; void* userdata2; } WGPURequestAdapterCallbackInfo;
@@ -148,6 +156,8 @@ typedef struct WGPUDeviceLostCallbackInfo { WGPUChainedStruct* nextInChain; WGPU
 typedef struct WGPUUncapturedErrorCallbackInfo { WGPUChainedStruct* nextInChain; WGPUUncapturedErrorCallback callback; void* userdata1; void* userdata2; } WGPUUncapturedErrorCallbackInfo;
 typedef struct WGPUQueueWorkDoneCallbackInfo { WGPUChainedStruct* nextInChain; WGPUCallbackMode mode; WGPUQueueWorkDoneCallback callback; void* userdata1; void* userdata2; } WGPUQueueWorkDoneCallbackInfo;
 typedef struct WGPUBufferMapCallbackInfo { WGPUChainedStruct* nextInChain; WGPUCallbackMode mode; WGPUBufferMapCallback callback; void* userdata1; void* userdata2; } WGPUBufferMapCallbackInfo;
+typedef struct WGPUCreateComputePipelineAsyncCallbackInfo { WGPUChainedStruct* nextInChain; WGPUCallbackMode mode; WGPUCreateComputePipelineAsyncCallback callback; void* userdata1; void* userdata2; } WGPUCreateComputePipelineAsyncCallbackInfo;
+typedef struct WGPUDawnCacheDeviceDescriptor { WGPUChainedStruct chain; WGPUStringView isolationKey; WGPUDawnLoadCacheDataFunction loadDataFunction; WGPUDawnStoreCacheDataFunction storeDataFunction; void* functionUserdata; } WGPUDawnCacheDeviceDescriptor;
 typedef struct WGPUPopErrorScopeCallbackInfo { WGPUChainedStruct* nextInChain; WGPUCallbackMode mode; WGPUPopErrorScopeCallback callback; void* userdata1; void* userdata2; } WGPUPopErrorScopeCallbackInfo;
 
 typedef struct WGPUQueueDescriptor { WGPUChainedStruct* nextInChain; WGPUStringView label; } WGPUQueueDescriptor;
@@ -200,6 +210,7 @@ void wgpuDeviceRelease(WGPUDevice device);
 WGPUBuffer wgpuDeviceCreateBuffer(WGPUDevice device, const WGPUBufferDescriptor* descriptor);
 WGPUShaderModule wgpuDeviceCreateShaderModule(WGPUDevice device, const WGPUShaderModuleDescriptor* descriptor);
 WGPUComputePipeline wgpuDeviceCreateComputePipeline(WGPUDevice device, const WGPUComputePipelineDescriptor* descriptor);
+WGPUFuture wgpuDeviceCreateComputePipelineAsync(WGPUDevice device, const WGPUComputePipelineDescriptor* descriptor, WGPUCreateComputePipelineAsyncCallbackInfo callbackInfo);
 WGPUBindGroupLayout wgpuDeviceCreateBindGroupLayout(WGPUDevice device, const WGPUBindGroupLayoutDescriptor* descriptor);
 WGPUBindGroup wgpuDeviceCreateBindGroup(WGPUDevice device, const WGPUBindGroupDescriptor* descriptor);
 WGPUPipelineLayout wgpuDeviceCreatePipelineLayout(WGPUDevice device, const WGPUPipelineLayoutDescriptor* descriptor);

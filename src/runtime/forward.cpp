@@ -48,8 +48,15 @@ Result<std::unique_ptr<Forward>> Forward::create(gpu::Context& ctx, const GpuMod
     return makeError(ErrorCode::kInvalidModelFolder, "unsupported dimensions for the GPU kernels",
                      {{"hidden", c.hidden}, {"head_dim", c.head_dim}, {"problem", "hidden % 32 or head_dim > 256"}});
   EWGPU_TRY(f->createBuffers());
-  EWGPU_TRY(f->createDecodeOps());
-  EWGPU_TRY(f->createPrefillOps());
+  // Every pipeline of the model compiles on Dawn's worker threads while the ops are built; on a CPU adapter
+  // (SwiftShader) compilation is most of the load time (docs/benchmarks.md, "Start-up").
+  ctx.deferPipelines(true);
+  Status built = f->createDecodeOps();
+  if (built) built = f->createPrefillOps();
+  ctx.deferPipelines(false);
+  Status compiled = ctx.awaitPipelines();
+  EWGPU_TRY(std::move(built));
+  EWGPU_TRY(std::move(compiled));
   return f;
 }
 

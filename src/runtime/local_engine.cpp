@@ -45,9 +45,17 @@ Result<LocalEngine> LocalEngine::load(const std::string& dir, const LocalEngineO
   progress.parse_ms = ms(t0);
   progress.stage = LocalLoadProgress::Stage::kUpload;
   report();
+  auto mark = Clock::now();
+  auto lap = [&mark] {
+    auto now = Clock::now();
+    double d = std::chrono::duration<double, std::milli>(now - mark).count();
+    mark = now;
+    return d;
+  };
   auto ctx = gpu::Context::create(opts.gpu);
   if (!ctx) return std::move(ctx).error();
   e.ctx = std::move(*ctx);
+  e.phases.device_ms = lap();
   const auto t_upload = Clock::now();
   UploadOptions uo{opts.max_chunk_bytes};
   if (opts.on_progress)
@@ -59,6 +67,7 @@ Result<LocalEngine> LocalEngine::load(const std::string& dir, const LocalEngineO
   auto model = uploadModel(*e.ctx, *e.folder, uo);
   if (!model) return std::move(model).error();
   e.model = std::move(*model);
+  e.phases.upload_ms = lap();
   progress.upload_ms = ms(t_upload);
   progress.stage = LocalLoadProgress::Stage::kPipelines;
   report();
@@ -71,7 +80,9 @@ Result<LocalEngine> LocalEngine::load(const std::string& dir, const LocalEngineO
   e.ctx->setKernelCompiledHook({});
   if (!fwd) return std::move(fwd).error();
   e.forward = std::move(*fwd);
+  e.phases.forward_ms = lap();
   EWGPU_TRY(e.ctx->finish());
+  e.phases.finish_ms = lap();
   e.load_ms = ms(t0);
   progress.stage = LocalLoadProgress::Stage::kDone;
   report();

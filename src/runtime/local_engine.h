@@ -44,6 +44,11 @@ struct LocalEngine {
   std::optional<Tokenizer> tokenizer;
   std::optional<ConvTemplate> conv;
   double load_ms = 0;
+  // Where load_ms went: device creation, weight upload, Forward::create (its pipelines, see
+  // ctx->compileStats()), and the wait for the GPU to finish the uploads.
+  struct LoadPhases {
+    double device_ms = 0, upload_ms = 0, forward_ms = 0, finish_ms = 0;
+  } phases;
 
   // Validates the folder, its tokenizer and its conversation template (whose token ids must lie inside the
   // vocabulary: INVALID_MODEL_FOLDER otherwise) before any GPU work, then uploads and builds the Forward.

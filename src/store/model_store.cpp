@@ -2,6 +2,8 @@
 // Downloads and local linking live in model_store_fetch.cpp.
 #include "store/model_store.h"
 
+#include "store/default_model.h"
+
 #include <sys/stat.h>
 
 #include <cstdlib>
@@ -183,6 +185,7 @@ Result<std::vector<ModelListing>> ModelStore::list() {
 }
 
 Result<std::string> ModelStore::resolve(const std::string& x) {
+  if (x == kDefaultModelId) return defaultModelDir(*this);  // the built-in model (store/default_model.h)
   struct stat st;
   if (!isHttpUrl(x) && ::stat(x.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
     EWGPU_TRY(validateModelFolder(x));

@@ -76,10 +76,11 @@ class ModelStore {
   Status evict(const std::string& id);   // frees the model's files, keeps the record
   Status remove(const std::string& id);  // frees the files and forgets the record
   Result<std::vector<ModelListing>> list();
-  // The folder to load from: a model folder path is returned as is (after validation); an id or a registered
-  // URL must be cached (verify), else CACHE_INCOMPLETE; an unknown id is UNKNOWN_MODEL, and an unknown name that
-  // reads as a path (has a '/', starts with '.' or '~') that is no folder is INVALID_MODEL_FOLDER {file, problem:
-  // "missing" | "not_a_directory"}. Never downloads.
+  // The folder to load from: `default` is the built-in model (store/default_model.h, written into the cache on
+  // first use); a model folder path is returned as is (after validation); an id or a registered URL must be
+  // cached (verify), else CACHE_INCOMPLETE; an unknown id is UNKNOWN_MODEL, and an unknown name that reads as a
+  // path (has a '/', starts with '.' or '~') that is no folder is INVALID_MODEL_FOLDER {file, problem: "missing" |
+  // "not_a_directory"}. Never downloads.
   Result<std::string> resolve(const std::string& id_or_url_or_path);
 
   Registry& registry() { return *registry_; }

@@ -32,6 +32,12 @@ static_assert(sizeof(WGPUBufferMapCallbackInfo) == 40 && sizeof(WGPUUncapturedEr
 static_assert(sizeof(WGPUDawnTogglesDescriptor) == 48 && sizeof(WGPUAdapterPropertiesMemoryHeaps) == 32);
 static_assert(WGPUFeatureName_TimestampQuery == 0x03 && WGPUFeatureName_ShaderF16 == 0x0A);
 static_assert(WGPUFeatureName_Subgroups == 0x11 && WGPUFeatureName_CoreFeaturesAndLimits == 0x12);
+static_assert(sizeof(WGPUDawnCacheDeviceDescriptor) == 56 && offsetof(WGPUDawnCacheDeviceDescriptor, isolationKey) == 16);
+static_assert(offsetof(WGPUDawnCacheDeviceDescriptor, loadDataFunction) == 32 &&
+              offsetof(WGPUDawnCacheDeviceDescriptor, functionUserdata) == 48);
+static_assert(sizeof(WGPUCreateComputePipelineAsyncCallbackInfo) == 40 &&
+              offsetof(WGPUCreateComputePipelineAsyncCallbackInfo, callback) == 16);
+static_assert(WGPUSType_DawnCacheDeviceDescriptor == 0x50007 && WGPUCreatePipelineAsyncStatus_ValidationError == 3);
 static_assert(WGPUSType_DawnTogglesDescriptor == 0x5000A && WGPUSType_AdapterPropertiesMemoryHeaps == 0x50013);
 #endif
 
