@@ -88,6 +88,18 @@ void models(const httplib::Request&, httplib::Response& res, Context& ctx) {
   sendJson(res, 200, out);
 }
 
+// A load that failed on what the caller named (a missing folder is IO_ERROR with detail.field "model") is
+// the caller's input: 4xx, with the engine's code kept.
+void sendLoadError(httplib::Response& res, const Error& e) {
+  json body = openai::errorJson(e);
+  int st = openai::httpStatus(e);
+  if (st >= 500 && e.detail.is_object() && e.detail.contains("field")) {
+    st = 400;
+    body["error"]["type"] = "invalid_request_error";
+  }
+  sendJson(res, st, body);
+}
+
 json modelInfoJson(const ModelInfo& m) {
   return {{"id", m.id}, {"folder", m.folder}, {"modelType", m.model_type}, {"quantization", m.quantization},
           {"contextWindow", m.context_window}, {"vocab", m.vocab}, {"rows", m.rows}, {"weightBytes", m.weight_bytes},
@@ -131,7 +143,7 @@ void load(const httplib::Request& req, httplib::Response& res, Context& ctx) {
   const Result<ModelInfo>* r = nullptr;
   while (!(r = h->waitFor(100)))
     if (peerClosed(fd) || ctx.stopping) lo.cancel->store(true);
-  if (!*r) return sendError(res, r->error());
+  if (!*r) return sendLoadError(res, r->error());
   sendJson(res, 200, modelInfoJson(**r));
 }
 

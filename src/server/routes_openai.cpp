@@ -60,8 +60,9 @@ void completion(const httplib::Request& req, httplib::Response& res, Context& ct
   if (!h) return sendError(res, h.error());
   ChatCompletionHandle job = *h;
   Engine* engine = &ctx.engine;
+  res.set_header("X-Request-Id", job->completion_id);
+  res.set_header("X-Ewgpu-Job", std::to_string(job->id));  // for POST /v1/engine/cancel {"id"}
   if (stream) {
-    res.set_header("X-Request-Id", job->completion_id);
     streamQueue(req, res, ctx, q, [engine, job] { engine->cancel(job->id); });
     return;
   }
@@ -76,7 +77,6 @@ void completion(const httplib::Request& req, httplib::Response& res, Context& ct
       break;
     }
   }
-  res.set_header("X-Request-Id", job->completion_id);
   if (r->contains("error")) return sendJson(res, openai::httpStatus(makeError(codeOf(*r), "")), *r);
   countUsage(ctx, *r);
   sendJson(res, 200, *r);

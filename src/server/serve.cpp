@@ -63,7 +63,10 @@ Result<ServeConfig> parseServeArgs(const std::vector<std::string>& args, const s
     else if (flag == "--api-key") c.server.api_key = *v;
     else if (flag == "--cors") c.server.cors_origins.push_back(*v);
     else if (flag == "--web") c.server.web_dir = *v;
-    else if (flag == "--threads") EWGPU_ASSIGN(c.server.threads, integer(flag, *v, 1, 1024));
+    else if (flag == "--timeout") {
+      EWGPU_ASSIGN(c.server.read_timeout_s, integer(flag, *v, 1, 3600));
+      c.server.write_timeout_s = c.server.read_timeout_s;
+    } else if (flag == "--threads") EWGPU_ASSIGN(c.server.threads, integer(flag, *v, 1, 1024));
     else if (flag == "--max-body") EWGPU_ASSIGN(c.server.max_body_bytes, integer(flag, *v, 1024, 1ll << 32));
     else if (flag == "--adapter") c.engine.adapter = *v;
     else if (flag == "--cache-dir") c.engine.cache_dir = c.server.cache_dir = *v;
@@ -111,7 +114,7 @@ int runServe(ServeConfig cfg) {
   });
   int rc = 0;
   for (const auto& m : cfg.models) {
-    auto h = (*engine)->load(m);
+    auto h = (*engine)->load(m, {.keep_resident = true});  // every --model stays served
     // Bounded: a load ends (ready or failed); a signal stops waiting for it.
     const Result<ModelInfo>* r = nullptr;
     while (!(r = h->waitFor(100)) && !g_stop) {

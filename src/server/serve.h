@@ -17,7 +17,7 @@ struct ServeConfig {
 };
 
 // Flags: --model X (repeatable), --host H, --port N, --api-key K, --cors ORIGIN (repeatable), --web DIR,
-// --threads N, --adapter A, --cache-dir D, --rows N, --steps K, --context N, --max-body BYTES, --quiet.
+// --timeout S (header/body read and write timeout), --threads N, --adapter A, --cache-dir D, --rows N, --steps K, --context N, --max-body BYTES, --quiet.
 // BAD_REQUEST naming the flag for a bad value or an unknown flag; `extra` lists flags a caller handles itself
 // (each takes a value).
 Result<ServeConfig> parseServeArgs(const std::vector<std::string>& args, const std::vector<std::string>& extra = {});
