@@ -71,7 +71,8 @@ int runChat(const Args& args) {
   auto engine = Engine::create(eo);
   if (!engine) return reportError(engine.error(), false);
   std::fprintf(stderr, "loading %s ...\n", pos[0].c_str());
-  const auto& loaded = (*engine)->load(pos[0])->wait();
+  LoadHandle load = (*engine)->load(pos[0]);
+  const auto& loaded = load->wait();
   if (!loaded) return reportError(loaded.error(), false);
   co.model = loaded->id;
   return runChatRepl(**engine, co, stdin, stdout);

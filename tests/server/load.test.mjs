@@ -13,7 +13,7 @@ const BUDGET_MS = Number(process.env.LOAD_BUDGET_MS ?? 120000);
 
 let srv, model;
 before(async () => {
-  const args = ['--model', REAL ?? TINY, '--rows', '8', '--threads', String(CLIENTS + 32), '--quiet'];
+  const args = [...(REAL ? ['serve'] : []), '--model', REAL ?? TINY, '--rows', '8', '--threads', String(CLIENTS + 32), '--quiet'];
   if (REAL) args.push(...(process.env.LOAD_ARGS ?? '').split(' ').filter(Boolean));
   else args.push('--fake-step-ms', '2');
   srv = await startServer({ bin: REAL ? EWGPU : FAKE_SERVE, args, timeoutMs: 300000 });
