@@ -1,8 +1,9 @@
 #include "chat_repl.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cerrno>
-#include <unistd.h>
 #include <chrono>
 #include <csignal>
 #include <thread>

@@ -3,16 +3,16 @@
 // leaves, Ctrl-C stops the reply being written and keeps the session (the partial reply stays in the history).
 #pragma once
 
-#include "ewgpu/engine.h"
-
 #include <cstdio>
 #include <string>
+
+#include "ewgpu/engine.h"
 
 namespace ewgpu::cli {
 
 struct ChatOptions {
-  std::string model;   // a resident model id ("" = the current one)
-  std::string system;  // the first system message ("" = none)
+  std::string model;           // a resident model id ("" = the current one)
+  std::string system;          // the first system message ("" = none)
   CompletionRequest sampling;  // temperature, top_p, seed, max_tokens as given on the command line
 };
 

@@ -1,22 +1,23 @@
 // ewgpu chat MODEL: an interactive multi-turn chat with a model folder or store id (chat_repl.h).
+#include <cstdio>
+
 #include "chat_repl.h"
 #include "command.h"
-
-#include <cstdio>
 
 namespace ewgpu::cli {
 namespace {
 
-const std::vector<std::string> kValued = {"--system", "--max-tokens", "--temperature", "--top-p", "--seed",
-                                          "--adapter", "--cache-dir", "--context"};
+const std::vector<std::string> kValued = {"--system", "--max-tokens", "--temperature", "--top-p",
+                                          "--seed",   "--adapter",    "--cache-dir",   "--context"};
 
 Result<uint64_t> number(const Args& args, const std::string& flag, uint64_t lo, uint64_t hi) {
   const std::string v = *flagValue(args, flag);
   char* end = nullptr;
   const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
   if (v.empty() || *end != '\0' || n < lo || n > hi)
-    return makeError(ErrorCode::kBadRequest, flag + ": must be an integer in [" + std::to_string(lo) + ", " +
-                                                 std::to_string(hi) + "]", {{"field", flag}});
+    return makeError(ErrorCode::kBadRequest,
+                     flag + ": must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]",
+                     {{"field", flag}});
   return (uint64_t)n;
 }
 
@@ -25,8 +26,9 @@ Result<float> real(const Args& args, const std::string& flag, float lo, float hi
   char* end = nullptr;
   const float x = std::strtof(v.c_str(), &end);
   if (v.empty() || *end != '\0' || !(x >= lo && x <= hi))
-    return makeError(ErrorCode::kBadRequest, flag + ": must be a number in [" + std::to_string(lo) + ", " +
-                                                 std::to_string(hi) + "]", {{"field", flag}});
+    return makeError(ErrorCode::kBadRequest,
+                     flag + ": must be a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]",
+                     {{"field", flag}});
   return x;
 }
 

@@ -1,8 +1,8 @@
 // ewgpu serve: the OpenAI-compatible HTTP server with the engine's own operations (docs/http-api.md).
+#include <cstdio>
+
 #include "command.h"
 #include "server/serve.h"
-
-#include <cstdio>
 
 namespace ewgpu::cli {
 namespace {

@@ -1,12 +1,13 @@
 #include "server/connection.h"
 
 #include <arpa/inet.h>
-#include <cerrno>
-#include <cstdlib>
 #include <dirent.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdlib>
 
 namespace ewgpu::server {
 namespace {

@@ -7,11 +7,11 @@
 // run GPU work. Every handler catches everything: a bad request is a 4xx in OpenAI's error shape, never a crash.
 #pragma once
 
-#include "ewgpu/engine.h"
-
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "ewgpu/engine.h"
 
 namespace ewgpu::server {
 
@@ -25,9 +25,9 @@ struct ServerOptions {
   size_t max_body_bytes = 8u << 20;       // larger bodies are 413
   int read_timeout_s = 10;                // headers and body must arrive within this
   int write_timeout_s = 10;
-  int keep_alive_s = 5;                   // an idle keep-alive connection is closed after this
-  int threads = 64;                       // HTTP worker threads (each open generation holds one)
-  int disconnect_poll_ms = 10;            // how often a waiting request checks that its client is still there
+  int keep_alive_s = 5;         // an idle keep-alive connection is closed after this
+  int threads = 64;             // HTTP worker threads (each open generation holds one)
+  int disconnect_poll_ms = 10;  // how often a waiting request checks that its client is still there
 };
 
 struct RouteInfo {

@@ -1,12 +1,11 @@
 // The engine's own operations over HTTP (the seed's everything-webgpu/v1 vocabulary): status, models
 // (resident, registered in the store, and the prebuilt catalogue), load (progress as SSE), unload, batch (one
 // task), cancel (by job id or session), configure (live), and an SSE subscription to engine events.
+#include <set>
+
 #include "server/connection.h"
 #include "server/server_impl.h"
-
 #include "store/catalog.h"
-
-#include <set>
 
 namespace ewgpu::server {
 namespace {
@@ -45,13 +44,13 @@ Result<json> optionalBody(const httplib::Request& req) {
 }
 
 void status(const httplib::Request&, httplib::Response& res, Context& ctx) {
-  const double uptime =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.started).count();
+  const double uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.started).count();
   sendJson(res, 200,
            {{"state", ctx.engine.state().toJson()},
             {"features", ctx.engine.features().toJson()},
             {"current", ctx.engine.current()},
-            {"server", {{"uptimeS", uptime}, {"threads", ctx.opts.threads}, {"streamsOpen", ctx.metrics.streams_open.load()}}}});
+            {"server",
+             {{"uptimeS", uptime}, {"threads", ctx.opts.threads}, {"streamsOpen", ctx.metrics.streams_open.load()}}}});
 }
 
 void models(const httplib::Request&, httplib::Response& res, Context& ctx) {
@@ -64,8 +63,10 @@ void models(const httplib::Request&, httplib::Response& res, Context& ctx) {
       StoreOptions so;
       so.cache_dir = ctx.opts.cache_dir;
       auto s = ModelStore::open(so);
-      if (s) ctx.store = std::move(*s);
-      else store_error = s.error().toJson();
+      if (s)
+        ctx.store = std::move(*s);
+      else
+        store_error = s.error().toJson();
     }
     if (ctx.store) {
       auto l = ctx.store->list();
@@ -73,16 +74,22 @@ void models(const httplib::Request&, httplib::Response& res, Context& ctx) {
         store_error = l.error().toJson();
       } else {
         for (const auto& m : *l)
-          registered.push_back({{"id", m.record.id}, {"state", cacheStateName(m.state)}, {"url", m.record.url},
-                                {"localPath", m.record.local_path}, {"bytesOnDisk", m.bytes_on_disk},
+          registered.push_back({{"id", m.record.id},
+                                {"state", cacheStateName(m.state)},
+                                {"url", m.record.url},
+                                {"localPath", m.record.local_path},
+                                {"bytesOnDisk", m.bytes_on_disk},
                                 {"bytesTotal", m.bytes_total}});
       }
     }
   }
   json available = json::array();
   for (const auto& e : prebuiltCatalog())
-    available.push_back({{"id", e.model_id}, {"quantization", e.quantization}, {"arch", e.arch},
-                         {"vramRequiredMB", e.vram_required_mb}, {"type", e.webllm_model_type}});
+    available.push_back({{"id", e.model_id},
+                         {"quantization", e.quantization},
+                         {"arch", e.arch},
+                         {"vramRequiredMB", e.vram_required_mb},
+                         {"type", e.webllm_model_type}});
   json out = {{"resident", resident}, {"registered", registered}, {"available", available}};
   if (!store_error.is_null()) out["storeError"] = store_error;
   sendJson(res, 200, out);
@@ -101,13 +108,23 @@ void sendLoadError(httplib::Response& res, const Error& e) {
 }
 
 json modelInfoJson(const ModelInfo& m) {
-  return {{"id", m.id}, {"folder", m.folder}, {"modelType", m.model_type}, {"quantization", m.quantization},
-          {"contextWindow", m.context_window}, {"vocab", m.vocab}, {"rows", m.rows}, {"weightBytes", m.weight_bytes},
-          {"loadMs", m.load_ms}, {"loadMsByStage", m.load_ms_by_stage}};
+  return {{"id", m.id},
+          {"folder", m.folder},
+          {"modelType", m.model_type},
+          {"quantization", m.quantization},
+          {"contextWindow", m.context_window},
+          {"vocab", m.vocab},
+          {"rows", m.rows},
+          {"weightBytes", m.weight_bytes},
+          {"loadMs", m.load_ms},
+          {"loadMsByStage", m.load_ms_by_stage}};
 }
 
 json progressJson(const LoadProgress& p) {
-  return {{"model", p.model}, {"stage", p.stage}, {"fraction", p.fraction}, {"bytes", p.bytes},
+  return {{"model", p.model},
+          {"stage", p.stage},
+          {"fraction", p.fraction},
+          {"bytes", p.bytes},
           {"totalBytes", p.total_bytes}};
 }
 
@@ -132,8 +149,10 @@ void load(const httplib::Request& req, httplib::Response& res, Context& ctx) {
     // The closing frame comes from a waiter: the load's result is a handle, not a callback.
     std::thread([h, q] {
       const auto& r = h->wait();  // bounded: a load ends (ready, failed, or cancelled by a departed client)
-      if (r) q->push(sseFrame(modelInfoJson(*r), "ready"));
-      else q->push(sseFrame(openai::errorJson(r.error()), "error"));
+      if (r)
+        q->push(sseFrame(modelInfoJson(*r), "ready"));
+      else
+        q->push(sseFrame(openai::errorJson(r.error()), "error"));
       q->close();
     }).detach();
     auto cancel = lo.cancel;
@@ -158,10 +177,14 @@ void unload(const httplib::Request& req, httplib::Response& res, Context& ctx) {
 }
 
 json itemJson(const CompletionResult& r) {
-  json j = {{"index", r.index},   {"id", r.id},
-            {"model", r.model},   {"text", r.text},
-            {"finish_reason", r.finish_reason}, {"outcome", outcomeName(r.outcome)},
-            {"usage", openai::usageJson(r.usage)}, {"startedAt", r.started_at_ms},
+  json j = {{"index", r.index},
+            {"id", r.id},
+            {"model", r.model},
+            {"text", r.text},
+            {"finish_reason", r.finish_reason},
+            {"outcome", outcomeName(r.outcome)},
+            {"usage", openai::usageJson(r.usage)},
+            {"startedAt", r.started_at_ms},
             {"finishedAt", r.finished_at_ms}};
   if (r.error) j["error"] = r.error->toJson();
   return j;
@@ -242,7 +265,8 @@ void cancel(const httplib::Request& req, httplib::Response& res, Context& ctx) {
   size_t n = 0;
   if (has_id) {
     const json& id = (*body)["id"];
-    if (id.is_number_unsigned()) n = ctx.engine.cancel(id.get<uint64_t>());
+    if (id.is_number_unsigned())
+      n = ctx.engine.cancel(id.get<uint64_t>());
     else if (id.is_string() && !id.get<std::string>().empty() && id.get<std::string>().size() < 64) {
       const std::string s = id.get<std::string>();
       const std::string digits = s.rfind("job-", 0) == 0 ? s.substr(4) : s;

@@ -20,6 +20,13 @@ ErrorCode codeOf(const json& err) {
 Status applyHeaders(const httplib::Request& req, json& body) {
   const std::string session = req.get_header_value("X-Session"), priority = req.get_header_value("X-Priority");
   if (session.empty() && priority.empty()) return {};
+  for (const auto& [name, v] : {std::pair<const char*, const std::string&>{"X-Session", session}, {"X-Priority", priority}}) {
+    try {
+      (void)json(v).dump();  // throws on invalid UTF-8
+    } catch (const json::exception&) {
+      return badField(name, "must be UTF-8 text");
+    }
+  }
   CompletionRequest check;  // validates the header values the way the body's fields are
   EWGPU_TRY(openai::applySchedulingHeaders(check, session, priority));
   if (!session.empty() && (!body.contains("session") || body["session"].is_null())) body["session"] = session;
@@ -95,8 +102,12 @@ json modelObject(const ModelState& m, int64_t created) {
           {"created", created},
           {"owned_by", "ewgpu"},
           {"ewgpu",
-           {{"status", m.status}, {"current", m.current}, {"rows", m.rows}, {"rowsBusy", m.rows_busy},
-            {"contextWindow", m.context_window}, {"keepResident", m.keep_resident}}}};
+           {{"status", m.status},
+            {"current", m.current},
+            {"rows", m.rows},
+            {"rowsBusy", m.rows_busy},
+            {"contextWindow", m.context_window},
+            {"keepResident", m.keep_resident}}}};
 }
 
 void listModels(const httplib::Request&, httplib::Response& res, Context& ctx) {
@@ -110,7 +121,8 @@ void getModel(const httplib::Request& req, httplib::Response& res, Context& ctx)
   const std::string id = req.matches.size() > 1 ? std::string(req.matches[1]) : "";
   for (const auto& m : ctx.engine.state().models)
     if (m.id == id && m.status == "ready") return sendJson(res, 200, modelObject(m, ctx.started_unix_s));
-  sendError(res, makeError(ErrorCode::kUnknownModel, "model " + id + " is not loaded", {{"field", "model"}, {"model", id}}));
+  sendError(res,
+            makeError(ErrorCode::kUnknownModel, "model " + id + " is not loaded", {{"field", "model"}, {"model", id}}));
 }
 
 }  // namespace

@@ -57,27 +57,38 @@ Result<ServeConfig> parseServeArgs(const std::vector<std::string>& args, const s
     if (flag.rfind("--", 0) != 0) return bad(flag, "unexpected argument (models are given with --model)");
     auto v = next();
     if (!v) return std::move(v).error();
-    if (flag == "--model") c.models.push_back(*v);
-    else if (flag == "--host") c.server.host = *v;
-    else if (flag == "--port") EWGPU_ASSIGN(c.server.port, integer(flag, *v, 0, 65535));
-    else if (flag == "--api-key") c.server.api_key = *v;
-    else if (flag == "--cors") c.server.cors_origins.push_back(*v);
-    else if (flag == "--web") c.server.web_dir = *v;
+    if (flag == "--model")
+      c.models.push_back(*v);
+    else if (flag == "--host")
+      c.server.host = *v;
+    else if (flag == "--port")
+      EWGPU_ASSIGN(c.server.port, integer(flag, *v, 0, 65535));
+    else if (flag == "--api-key")
+      c.server.api_key = *v;
+    else if (flag == "--cors")
+      c.server.cors_origins.push_back(*v);
+    else if (flag == "--web")
+      c.server.web_dir = *v;
     else if (flag == "--timeout") {
       EWGPU_ASSIGN(c.server.read_timeout_s, integer(flag, *v, 1, 3600));
       c.server.write_timeout_s = c.server.read_timeout_s;
-    } else if (flag == "--threads") EWGPU_ASSIGN(c.server.threads, integer(flag, *v, 1, 1024));
-    else if (flag == "--max-body") EWGPU_ASSIGN(c.server.max_body_bytes, integer(flag, *v, 1024, 1ll << 32));
-    else if (flag == "--adapter") c.engine.adapter = *v;
-    else if (flag == "--cache-dir") c.engine.cache_dir = c.server.cache_dir = *v;
-    else if (flag == "--rows") EWGPU_ASSIGN(c.engine.rows, integer(flag, *v, 1, 8));
-    else if (flag == "--steps") EWGPU_ASSIGN(c.engine.decode_steps, integer(flag, *v, 1, 32));
-    else if (flag == "--context") EWGPU_ASSIGN(c.engine.context, integer(flag, *v, 0, 1 << 24));
-    else return bad(flag, "unknown flag");
+    } else if (flag == "--threads")
+      EWGPU_ASSIGN(c.server.threads, integer(flag, *v, 1, 1024));
+    else if (flag == "--max-body")
+      EWGPU_ASSIGN(c.server.max_body_bytes, integer(flag, *v, 1024, 1ll << 32));
+    else if (flag == "--adapter")
+      c.engine.adapter = *v;
+    else if (flag == "--cache-dir")
+      c.engine.cache_dir = c.server.cache_dir = *v;
+    else if (flag == "--rows")
+      EWGPU_ASSIGN(c.engine.rows, integer(flag, *v, 1, 8));
+    else if (flag == "--steps")
+      EWGPU_ASSIGN(c.engine.decode_steps, integer(flag, *v, 1, 32));
+    else if (flag == "--context")
+      EWGPU_ASSIGN(c.engine.context, integer(flag, *v, 0, 1 << 24));
+    else
+      return bad(flag, "unknown flag");
   }
-  if (c.server.api_key.empty() && !isLoopback(c.server.host) && !c.quiet)
-    std::fprintf(stderr, "warning: --host %s exposes the engine beyond this machine with no --api-key\n",
-                 c.server.host.c_str());
   return c;
 }
 
@@ -121,8 +132,7 @@ int runServe(ServeConfig cfg) {
     }
     if (!r) break;
     if (*r) {
-      if (!cfg.quiet)
-        std::printf("ewgpu serve: model %s ready (%.0f ms)\n", (*r)->id.c_str(), (*r)->load_ms);
+      if (!cfg.quiet) std::printf("ewgpu serve: model %s ready (%.0f ms)\n", (*r)->id.c_str(), (*r)->load_ms);
     } else {
       std::fprintf(stderr, "error: loading %s: %s\n", m.c_str(), r->error().message.c_str());
       rc = 1;

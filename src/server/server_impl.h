@@ -2,10 +2,6 @@
 // engine's callback thread and a waiting HTTP thread, the server's own counters, and response helpers.
 #pragma once
 
-#include "api/openai.h"
-#include "server/http_server.h"
-#include "store/model_store.h"
-
 #include <httplib.h>
 
 #include <atomic>
@@ -14,6 +10,10 @@
 #include <deque>
 #include <map>
 #include <mutex>
+
+#include "api/openai.h"
+#include "server/http_server.h"
+#include "store/model_store.h"
 
 namespace ewgpu::server {
 

@@ -2,12 +2,12 @@
 // (src/server/serve.h), no GPU, so the HTTP tests (load, fuzz, supersession, preemption, disconnect) run in
 // seconds. Model folders are still parsed for real (config, tokenizer, template); the text is "0 1 2 ...".
 // Extra flags: --fake-step-ms N (each submission takes N ms, as a GPU's would), --fake-context N.
-#include "fake_backend.h"
-#include "server/serve.h"
-
 #include <chrono>
 #include <cstdio>
 #include <thread>
+
+#include "fake_backend.h"
+#include "server/serve.h"
 
 namespace {
 
@@ -52,9 +52,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   const uint32_t rows = cfg->engine.rows;
-  cfg->engine.backend_factory = [rows, context, step_ms](const std::string&, const ewgpu::ModelConfig&,
-                                                         const ewgpu::Tokenizer&)
-      -> ewgpu::Result<std::unique_ptr<ewgpu::RowBackend>> {
+  cfg->engine.backend_factory = [rows, context, step_ms](
+                                    const std::string&, const ewgpu::ModelConfig&,
+                                    const ewgpu::Tokenizer&) -> ewgpu::Result<std::unique_ptr<ewgpu::RowBackend>> {
     return std::unique_ptr<ewgpu::RowBackend>(std::make_unique<SlowFake>(rows, context, step_ms));
   };
   return ewgpu::server::runServe(std::move(*cfg));

@@ -76,7 +76,7 @@ test('ewgpu chat: turns, /system, /reset, and exit at end of input', async () =>
                   { stdio: ['pipe', 'pipe', 'pipe'] });
   let out = '';
   p.stdout.on('data', (d) => { out += d; });
-  p.stdin.end('Hello\n/system You are terse.\nAgain\n/reset\n/nope\nHi\n');
+  p.stdin.end('Hello\n/system You are terse.\nAgain\n/reset\n/nope\n');
   const code = await new Promise((r) => {
     const t = setTimeout(() => p.kill('SIGKILL'), 240000);
     p.on('exit', (c) => { clearTimeout(t); r(c); });

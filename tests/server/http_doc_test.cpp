@@ -1,13 +1,13 @@
 // docs/http-api.md documents exactly the routes the server registers: every "### METHOD /path" heading is a
 // route, and every route has its heading.
-#include "server/http_server.h"
-
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
+
+#include "server/http_server.h"
 
 namespace {
 
@@ -31,7 +31,8 @@ TEST(HttpDoc, EveryRouteIsDocumentedAndNothingElse) {
   std::set<std::string> registered;
   for (const auto& r : ewgpu::server::allRoutes()) registered.insert(r.method + " " + r.path);
   EXPECT_GE(registered.size(), 14u);
-  for (const auto& r : registered) EXPECT_TRUE(documented.count(r)) << r << " is registered but not in docs/http-api.md";
+  for (const auto& r : registered)
+    EXPECT_TRUE(documented.count(r)) << r << " is registered but not in docs/http-api.md";
   for (const auto& d : documented) EXPECT_TRUE(registered.count(d)) << d << " is documented but not registered";
 }
 

@@ -91,6 +91,10 @@ test('bad inputs: 4xx naming the field, and the server stays healthy', async () 
       assert.equal(j.error.param, param, JSON.stringify(j));
       assert.equal(typeof j.error.message, 'string');
     }
+    // Header values are bytes: a session that is not UTF-8 is refused, naming the header.
+    const latin1 = await post(u, chat(), { 'X-Session': 'caf\u00e9' });
+    assert.equal(latin1.status, 400);
+    assert.equal(latin1.json.error.param, 'X-Session');
     const long = await post(u, chat({ messages: [{ role: 'user', content: 'word '.repeat(3000) }] }));
     assert.equal(long.json.error.code, 'CONTEXT_TOO_LONG');
     // A body over the limit (8 MiB) is 413 before it is parsed.
