@@ -71,18 +71,27 @@ test('a stop string ends the text before it, with finish_reason stop', async () 
   assert.equal(s.choices[0].text, text.slice(0, text.indexOf(stop)));
 });
 
-test('ewgpu chat: turns, /system, /reset, and exit at end of input', async () => {
-  const p = spawn(EWGPU, ['chat', TINY, '--adapter', ADAPTER, '--max-tokens', '4', '--temperature', '0'],
+test('ewgpu chat: Ctrl-C stops the reply and keeps the session; /system, /reset; exit at end of input', async () => {
+  const p = spawn(EWGPU, ['chat', TINY, '--adapter', ADAPTER, '--max-tokens', '2000', '--temperature', '0'],
                   { stdio: ['pipe', 'pipe', 'pipe'] });
   let out = '';
   p.stdout.on('data', (d) => { out += d; });
-  p.stdin.end('Hello\n/system You are terse.\nAgain\n/reset\n/nope\n');
-  const code = await new Promise((r) => {
+  const exited = new Promise((r) => {
     const t = setTimeout(() => p.kill('SIGKILL'), 240000);
     p.on('exit', (c) => { clearTimeout(t); r(c); });
   });
+  const waitFor = async (pred) => { const t0 = Date.now(); while (!pred() && Date.now() - t0 < 200000) await new Promise((r) => setTimeout(r, 20)); };
+  await waitFor(() => /chatting with .*\n/.test(out));
+  const banner = out.length;
+  p.stdin.write('Hello\n');
+  await waitFor(() => out.length > banner);  // the reply has begun (2000 tokens would take minutes)
+  p.kill('SIGINT');
+  await waitFor(() => out.includes('[stopped]'));
+  p.stdin.end('/system You are terse.\n/reset\n/nope\n');
+  const code = await exited;
   assert.equal(code, 0, out);
   assert.match(out, /chatting with qwen3_5_tiny-q4f16_1/);
+  assert.match(out, /\[stopped\]\n/);
   assert.match(out, /\(system message set\)/);
   assert.match(out, /\(history cleared\)/);
   assert.match(out, /\(unknown command \/nope/);
