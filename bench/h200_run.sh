@@ -38,6 +38,9 @@ for shape in ${SHAPES:-llama-3.2-1b qwen3-0.6b qwen2.5-1.5b qwen3.5-2b}; do
     env $(echo "$v" | tr ',' ' ' | tr '+' ',') $B/ewgpu bench decode /tmp/m-$shape --steps ${STEPS:-1,4,16,32} --tokens 256 \
       ${DECODE_FLAGS:-} 2>&1 | tee -a "$OUT/decode-$shape.txt"
   done
+  # CONCURRENT=1: the engine under concurrent callers (aggregate tok/s per stream count, interactive TTFT under load).
+  [ -z "${CONCURRENT:-}" ] || $B/ewgpu bench concurrent /tmp/m-$shape --streams ${CONCURRENT_STREAMS:-1,2,4,8} \
+    --tokens ${CONCURRENT_TOKENS:-128} 2>&1 | tee "$OUT/concurrent-$shape.txt"
   [ -n "${SKIP_PREFILL:-}" ] || $B/ewgpu bench prefill /tmp/m-$shape --lengths 128,512 2>&1 | tee "$OUT/prefill-$shape.txt"
   # The CLI end to end on the real shape (random weights, so the text is noise; the timings line is the point).
   [ -n "${SKIP_RUN:-}" ] || $B/ewgpu run /tmp/m-$shape "Write a haiku about GPUs." --chat --max-tokens 64 2>&1 |

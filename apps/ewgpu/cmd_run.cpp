@@ -1,9 +1,11 @@
-// ewgpu run MODEL [PROMPT]: generate text from a model folder or a store id, streaming it to stdout, then the
-// timings (time to first token, prefill and decode tok/s) on stderr.
+// ewgpu run MODEL [PROMPT]: generate text through the engine (include/ewgpu/engine.h) from a model folder, a
+// store id or a URL, streaming it to stdout, then the timings (time to first token, prefill and decode tok/s)
+// on stderr.
 #include "command.h"
-#include "runtime/local_engine.h"
-#include "store/model_store.h"
+#include "ewgpu/engine.h"
 
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -16,12 +18,27 @@ const std::vector<std::string> kValued = {"--max-tokens", "--temperature", "--to
                                           "--system", "--adapter", "--cache-dir", "--context", "--file", "--stop",
                                           "--activations"};
 
-Result<std::string> modelDir(const std::string& arg, const Args& args) {
-  StoreOptions so;
-  if (auto c = flagValue(args, "--cache-dir")) so.cache_dir = *c;
-  auto store = ModelStore::open(so);
-  if (!store) return std::move(store).error();
-  return resolveModelDir(arg, **store);
+Result<uint32_t> countFlag(const Args& args, const std::string& name, uint64_t lo, uint64_t hi, uint32_t dflt) {
+  auto v = flagValue(args, name);
+  if (!v) return dflt;
+  char* end = nullptr;
+  errno = 0;
+  const long long n = std::strtoll(v->c_str(), &end, 10);
+  if (v->empty() || *end != '\0' || errno != 0 || n < (long long)lo || (uint64_t)n > hi)
+    return makeError(ErrorCode::kBadRequest,
+                     name + " must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]",
+                     {{"field", name}, {"value", *v}});
+  return (uint32_t)n;
+}
+
+Result<std::optional<float>> numberFlag(const Args& args, const std::string& name) {
+  auto v = flagValue(args, name);
+  if (!v) return std::optional<float>{};
+  char* end = nullptr;
+  const float f = std::strtof(v->c_str(), &end);
+  if (v->empty() || *end != '\0' || !std::isfinite(f))
+    return makeError(ErrorCode::kBadRequest, name + " must be a number", {{"field", name}, {"value", *v}});
+  return std::optional<float>{f};
 }
 
 int runRun(const Args& args) {
@@ -40,86 +57,107 @@ int runRun(const Args& args) {
     prompt = ss.str();
   }
   if (prompt.empty()) prompt = "Hello";
-  auto dir = modelDir(pos[0], args);
-  if (!dir) return reportError(dir.error(), json);
 
-  LocalEngineOptions lo;
-  if (auto a = flagValue(args, "--adapter")) lo.gpu.adapter = *a;
-  if (auto c = flagValue(args, "--context")) lo.forward.context = (uint32_t)std::stoul(*c);
-  lo.forward.max_steps = 32;
+  // Every flag is checked before the model loads.
+  auto max_tokens = countFlag(args, "--max-tokens", 1, 1u << 30, 128);
+  auto steps = countFlag(args, "--steps", 1, 32, 16);
+  auto context = countFlag(args, "--context", 0, 1u << 24, 0);
+  auto top_k = countFlag(args, "--top-k", 0, 1u << 30, 0);
+  auto temperature = numberFlag(args, "--temperature");
+  auto top_p = numberFlag(args, "--top-p");
   auto act = activationsFlag(args);
-  if (!act) return reportError(act.error(), json);
-  lo.forward.activations = *act;
-  auto eng = LocalEngine::load(*dir, lo);
-  if (!eng) return reportError(eng.error(), json);
-  LocalEngine& e = *eng;
-  const ModelConfig& cfg = e.model->config;
+  Status bad;
+  auto check = [&](const auto& r) {
+    if (!r && bad.ok()) bad = r.error();
+  };
+  check(max_tokens);
+  check(steps);
+  check(context);
+  check(top_k);
+  check(temperature);
+  check(top_p);
+  check(act);
+  if (!bad) return reportError(bad.error(), json);
 
-  std::vector<int32_t> ids;
-  if (hasFlag(args, "--chat") && e.conv) {
-    std::vector<ChatMessage> msgs;
-    if (auto s = flagValue(args, "--system")) msgs.push_back({"system", *s});
-    msgs.push_back({"user", prompt});
-    auto r = e.conv->renderTokens(*e.tokenizer, msgs);
-    if (!r) return reportError(r.error(), json);
-    ids = std::move(*r);
+  CompletionRequest req;
+  if (hasFlag(args, "--chat")) {
+    if (auto s = flagValue(args, "--system")) req.messages.push_back({"system", *s});
+    req.messages.push_back({"user", prompt});
   } else {
-    ids = e.tokenizer->encode(prompt);
+    req.prompt = prompt;
   }
+  req.max_tokens = *max_tokens;
+  req.temperature = *temperature;
+  req.top_p = *top_p;
+  if (flagValue(args, "--top-k")) req.top_k = *top_k;
+  if (auto v = flagValue(args, "--seed")) {
+    char* end = nullptr;
+    const unsigned long long s = std::strtoull(v->c_str(), &end, 10);
+    if (v->empty() || *end != '\0' || (*v)[0] == '-')
+      return reportError(makeError(ErrorCode::kBadRequest, "--seed must be a non-negative integer",
+                                   {{"field", "--seed"}, {"value", *v}}),
+                         json);
+    req.seed = s;
+  } else {
+    req.seed = 0;  // reproducible by default, as before
+  }
+  if (auto v = flagValue(args, "--stop")) req.stop.push_back(*v);
+  req.logprobs = json;  // the JSON output lists the token ids
+  req.priority = Priority::kInteractive;
 
-  GenerationRequest req;
-  req.prompt = ids;
-  req.sampling = defaultSampling(cfg, e.conv ? &*e.conv : nullptr);
-  req.sampling.max_tokens = 128;
-  if (e.conv) req.stop_strings = e.conv->stopStrings();
-  if (auto v = flagValue(args, "--max-tokens")) req.sampling.max_tokens = (uint32_t)std::stoul(*v);
-  applySamplingFlags(args, req.sampling);
-  if (auto v = flagValue(args, "--stop")) req.stop_strings.push_back(*v);
-  uint32_t steps = 16;
-  if (auto v = flagValue(args, "--steps")) steps = (uint32_t)std::stoul(*v);
+  EngineOptions eo;
+  if (auto a = flagValue(args, "--adapter")) eo.adapter = *a;
+  if (auto c = flagValue(args, "--cache-dir")) eo.cache_dir = *c;
+  eo.rows = 1;
+  eo.context = *context;
+  eo.max_steps = 32;
+  eo.decode_steps = *steps;
+  eo.activations = *act;
+  auto engine = Engine::create(eo);
+  if (!engine) return reportError(engine.error(), json);
+  auto loaded = (*engine)->load(pos[0])->wait();
+  if (!loaded) return reportError(loaded.error(), json);
 
-  Generator gen(*e.ctx, *e.forward, &*e.tokenizer, steps);
-  Status st = gen.setSteps(steps);
-  if (!st) return reportError(st.error(), json);
-  GenerationResult result;
-  GenerationCallbacks cb;
+  std::function<void(const Chunk&)> print;
   if (!json)
-    cb.on_text = [](const std::string& d) {
-      std::fwrite(d.data(), 1, d.size(), stdout);
+    print = [](const Chunk& c) {
+      std::fwrite(c.delta.data(), 1, c.delta.size(), stdout);
       std::fflush(stdout);
     };
-  cb.on_done = [&](const GenerationResult& r) { result = r; };
-  auto id = gen.submit(req, cb);
-  if (!id) return reportError(id.error(), json);
-  st = gen.runToCompletion();
-  if (result.error) return reportError(*result.error, json);
-  if (!st) return reportError(st.error(), json);
-  const double prefill_tps = result.prefill_ms > 0 ? result.prompt_tokens / (result.prefill_ms / 1000) : 0;
-  const double decode_tps =
-      result.decode_ms > 0 && result.completion_tokens > 1 ? (result.completion_tokens - 1) / (result.decode_ms / 1000) : 0;
+  auto job = (*engine)->complete(req, print);
+  if (!job) return reportError(job.error(), json);
+  const CompletionResult& r = (*job)->wait();
+  if (r.error) return reportError(*r.error, json);
+  DeviceInfo dev;
+  if (auto d = (*engine)->probe()) dev = *d;
   if (json) {
-    nlohmann::json j = {{"model", cfg.model_type},
-                        {"text", result.text},
-                        {"tokens", result.tokens},
-                        {"finish_reason", result.finish_reason},
-                        {"usage", {{"prompt_tokens", result.prompt_tokens}, {"completion_tokens", result.completion_tokens}}},
+    std::vector<int32_t> ids;
+    for (const auto& t : r.logprobs) ids.push_back(t.id);
+    nlohmann::json j = {{"model", loaded->model_type},
+                        {"text", r.text},
+                        {"tokens", ids},
+                        {"finish_reason", r.finish_reason},
+                        {"usage", {{"prompt_tokens", r.usage.prompt_tokens}, {"completion_tokens", r.usage.completion_tokens}}},
                         {"timings",
-                         {{"load_ms", e.load_ms}, {"ttft_ms", result.ttft_ms}, {"prefill_tok_s", prefill_tps},
-                          {"decode_tok_s", decode_tps}, {"decode_steps_per_sync", steps}}},
-                        {"device", e.ctx->info().device}};
+                         {{"load_ms", loaded->load_ms}, {"load_ms_by_stage", loaded->load_ms_by_stage},
+                          {"ttft_ms", r.timings.ttft_ms}, {"prefill_tok_s", r.timings.prefill_tok_s},
+                          {"decode_tok_s", r.timings.decode_tok_s}, {"decode_steps_per_sync", *steps}}},
+                        {"device", dev.device}};
     std::cout << j.dump(2) << "\n";
     return 0;
   }
   std::fprintf(stderr, "\n\n[%s on %s] prompt %u tokens, generated %u (%s); load %.0f ms, TTFT %.1f ms, "
                        "prefill %.1f tok/s, decode %.1f tok/s (K=%u)\n",
-               cfg.model_type.c_str(), e.ctx->info().device.c_str(), result.prompt_tokens, result.completion_tokens,
-               result.finish_reason.c_str(), e.load_ms, result.ttft_ms, prefill_tps, decode_tps, steps);
+               loaded->model_type.c_str(), dev.device.c_str(), r.usage.prompt_tokens, r.usage.completion_tokens,
+               r.finish_reason.c_str(), loaded->load_ms, r.timings.ttft_ms, r.timings.prefill_tok_s,
+               r.timings.decode_tok_s, *steps);
   return 0;
 }
 
 Registration reg{{"run", "run MODEL [PROMPT] [--chat] [--max-tokens N] [--temperature T] [--top-p P] [--seed S] "
                          "[--steps K] [--activations auto|f32|int8|int16] [--json]",
-                  "generate from a model folder or store id, streaming text; prints TTFT and tok/s", runRun}};
+                  "generate through the engine from a model folder or store id, streaming text; prints TTFT and tok/s",
+                  runRun}};
 
 }  // namespace
 }  // namespace ewgpu::cli

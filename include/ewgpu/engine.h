@@ -72,7 +72,10 @@ struct EngineOptions {
   uint32_t rows = 4;         // decode rows built per model (1..8): the most sequences one model decodes at once
   uint32_t decode_steps = 16;  // K decode steps per GPU submission (live: configure)
   uint32_t max_steps = 32;     // the largest K configure() may set later
-  double task_share = 0.5;     // (0, 1]: rows one task may hold while other tasks wait (live: configure)
+  // A decode submission is cut to about this much GPU time (fewer than K steps when steps are slow: many rows,
+  // a big model, a CPU adapter), so a newcomer's prefill never queues behind long submissions. 0 = K always.
+  double submission_ms = 8;
+  double task_share = 0.5;     // (0, 1]: the share of a model's rows one task may hold (live: configure)
   uint32_t context = 0;        // positions per row (0 = the model's context window)
   uint32_t default_max_tokens = 256;
   kernels::Activations activations = kernels::Activations::kAuto;

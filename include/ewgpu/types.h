@@ -95,7 +95,7 @@ struct Chunk {
 struct EngineConfig {
   std::optional<uint32_t> decode_steps;  // K decode steps per GPU submission, 1..the model's max
   std::optional<uint32_t> rows;          // decode rows in use per model, 1..the rows built at load
-  std::optional<double> task_share;      // the fraction of a model's rows one task may hold while others wait, (0, 1]
+  std::optional<double> task_share;      // the fraction of a model's rows one task may hold, (0, 1]
 };
 
 // A lifecycle or state change, pushed to subscribers. type is one of: "model.loading", "model.progress",

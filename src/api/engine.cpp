@@ -70,14 +70,6 @@ void Engine::Impl::event(const std::string& type, nlohmann::json data) {
   post(std::move(fx));
 }
 
-void Engine::Impl::notify() {
-  {
-    std::lock_guard<std::mutex> lk(mu);
-    wake = true;
-  }
-  cv.notify_all();
-}
-
 void Engine::Impl::callbackLoop() {
   for (;;) {
     std::function<void()> f;
@@ -175,6 +167,8 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions opts) {
                      {{"field", "decodeSteps"}, {"value", opts.decode_steps}, {"max", opts.max_steps}});
   if (!(opts.task_share > 0 && opts.task_share <= 1))
     return makeError(ErrorCode::kBadRequest, "task_share must be in (0, 1]", {{"field", "taskShare"}, {"value", opts.task_share}});
+  if (!(opts.submission_ms >= 0 && opts.submission_ms <= 10000))
+    return makeError(ErrorCode::kBadRequest, "submission_ms must be in [0, 10000]", {{"field", "submission_ms"}});
   if (opts.default_max_tokens < 1)
     return makeError(ErrorCode::kBadRequest, "default_max_tokens must be at least 1", {{"field", "default_max_tokens"}});
   auto impl = std::make_unique<Impl>(std::move(opts));
@@ -268,7 +262,7 @@ void Engine::Impl::runLoad(const std::string& source, LoadOptions lo, std::share
     auto r = (*store)->resolve(source);
     if (!r && (r.error().code == ErrorCode::kCacheIncomplete || r.error().code == ErrorCode::kUnknownModel)) {
       PullOptions po;
-      po.cancel = lo.cancel ? lo.cancel.get() : nullptr;
+      po.cancel = lo.cancel ? lo.cancel.get() : &closing;  // the destructor stops a download it would wait for
       po.on_progress = [&L](const DownloadProgress& dp) {
         L.progress("download", dp.bytes_total ? 0.8 * (double)dp.bytes_done / (double)dp.bytes_total : 0,
                    (uint64_t)dp.bytes_done, (uint64_t)dp.bytes_total);
@@ -355,7 +349,7 @@ void Engine::Impl::runLoad(const std::string& source, LoadOptions lo, std::share
       if (!st) return L.fail(std::move(st).error());
       L.stages["pipelines"] = msSince(t_pipe);
       assets->context = (*fwd)->contextLength();
-      exec = std::make_unique<Executor>(*ctx, **fwd, &assets->tokenizer, opts.decode_steps);
+      exec = std::make_unique<Executor>(*ctx, **fwd, &assets->tokenizer, opts.decode_steps, opts.submission_ms);
       weight_bytes = (*model)->weight_bytes;
       r.model = std::move(*model);
       r.forward = std::move(*fwd);
@@ -482,33 +476,30 @@ std::string Engine::current() const {
   return impl_->current_model;
 }
 
-size_t Engine::cancel(uint64_t job_id) {
+// Runs `change` on the scheduler under the engine's mutex, wakes the driver and hands the effects over.
+template <class F>
+auto Engine::Impl::changeScheduler(F change) {
   Effects fx;
-  size_t n;
+  decltype(change(fx)) r;
   {
-    std::lock_guard<std::mutex> lk(impl_->mu);
-    n = impl_->sched.cancel(job_id, fx);
-    impl_->wake = true;
+    std::lock_guard<std::mutex> lk(mu);
+    r = change(fx);
+    wake = true;
   }
-  impl_->cv.notify_all();
-  impl_->post(std::move(fx));
-  return n;
+  cv.notify_all();
+  post(std::move(fx));
+  return r;
+}
+
+size_t Engine::cancel(uint64_t job_id) {
+  return impl_->changeScheduler([&](Effects& fx) { return impl_->sched.cancel(job_id, fx); });
 }
 
 size_t Engine::cancel(const std::string& s) {
   std::string digits = s.rfind("job-", 0) == 0 ? s.substr(4) : s;
   if (!digits.empty() && digits.size() < 20 && std::all_of(digits.begin(), digits.end(), ::isdigit))
     return cancel((uint64_t)std::stoull(digits));
-  Effects fx;
-  size_t n;
-  {
-    std::lock_guard<std::mutex> lk(impl_->mu);
-    n = impl_->sched.cancelSession(s, fx);
-    impl_->wake = true;
-  }
-  impl_->cv.notify_all();
-  impl_->post(std::move(fx));
-  return n;
+  return impl_->changeScheduler([&](Effects& fx) { return impl_->sched.cancelSession(s, fx); });
 }
 
 Status Engine::configure(const EngineConfig& c) {

@@ -83,7 +83,8 @@ struct Engine::Impl {
   explicit Impl(EngineOptions o);
   void post(Effects fx);             // hands closures to the callback thread
   void event(const std::string& type, nlohmann::json data);  // a facade event, through the callback thread
-  void notify();                     // wakes the driver (mu must not be held)
+  template <class F>
+  auto changeScheduler(F change);    // change(fx) under mu, then wake the driver and post fx
   void driverLoop();
   void callbackLoop();
   void handleFailures(const std::vector<std::pair<std::string, EngineError>>& failures, Effects& fx);

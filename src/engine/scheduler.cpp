@@ -1,7 +1,6 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
-#include <set>
 
 namespace ewgpu {
 namespace {
@@ -252,27 +251,19 @@ bool Scheduler::preemptFor(const Job& waiting, Model& m, Effects& fx) {
 void Scheduler::admit(const std::string& id, Model& m, Effects& fx) {
   const uint32_t usable = rowsInUse(*m.backend), cap = taskCap(m);
   for (;;) {
-    // Rows held per task on this model, and the tasks waiting here that are below their cap.
+    // Rows held per task on this model.
     std::map<std::string, uint32_t> held;
     for (uint32_t r = 0; r < m.row_job.size(); ++r) {
       auto it = jobs_.find(m.row_job[r]);
       if (m.row_job[r] && it != jobs_.end()) ++held[it->second.task];
     }
-    std::set<std::string> below;
-    for (const auto& q : queue_)
-      for (uint64_t jid : q) {
-        const Job& c = jobs_.at(jid);
-        if (c.spec.model == id && held[c.task] < cap) below.insert(c.task);
-      }
-    // The first job by band then arrival whose task may take a row: one at its cap waits while another task
-    // below its cap is waiting (if every waiting task is at its cap, rows are not left idle).
+    // The first job by band then arrival whose task is below its cap. The rule is flat, as the seed's: a task
+    // at its cap waits even when the other rows are idle, so the next caller finds a free row.
     Job* cand = nullptr;
     for (const auto& q : queue_) {
       for (uint64_t jid : q) {
         Job& c = jobs_.at(jid);
-        if (c.spec.model != id) continue;
-        const bool blocked = held[c.task] >= cap && !below.empty() && !below.count(c.task);
-        if (!blocked) {
+        if (c.spec.model == id && held[c.task] < cap) {
           cand = &c;
           break;
         }

@@ -11,7 +11,8 @@
 //  - opt-in preemption: an interactive job that finds no free row stops a running job that set preemptible
 //    (lowest band first, then the most recently started); the victim ends as preempted with its partial text
 //    and is never requeued;
-//  - tasks: while jobs of other tasks wait, a task holds at most max(1, floor(task_share * rows)) rows.
+//  - tasks: a task holds at most max(1, floor(task_share * rows)) of a model's rows, even when the others are
+//    idle (the seed's flat rule: the next caller always finds a row; task_share 1 lets one task use them all).
 // Nothing else interrupts a running job. Each resident model has its own rows; all of them are stepped in every
 // step(), so their GPU submissions interleave and share the device.
 //
@@ -52,7 +53,7 @@ struct JobCallbacks {
 struct SchedulerConfig {
   uint32_t decode_steps = 16;
   uint32_t rows = 0;        // rows in use per model; 0 = every row the backend has
-  double task_share = 0.5;  // (0, 1]
+  double task_share = 0.5;  // (0, 1]: a task holds at most max(1, floor(task_share * rows)) rows
 };
 
 class Scheduler {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 
 namespace ewgpu {
 namespace {
@@ -22,8 +23,24 @@ size_t heldSuffix(const std::string& text, const std::vector<std::string>& stops
 
 }  // namespace
 
-Executor::Executor(gpu::Context& ctx, Forward& fwd, const Tokenizer* tok, uint32_t steps)
-    : ctx_(ctx), fwd_(fwd), tok_(tok), steps_(std::clamp<uint32_t>(steps, 1, fwd.options().max_steps)) {
+Status checkRowRequest(const RowRequest& req, uint32_t context, int vocab) {
+  if (req.prompt.empty()) return makeError(ErrorCode::kBadRequest, "empty prompt", {{"field", "prompt"}});
+  if (req.prompt.size() >= context)
+    return makeError(ErrorCode::kContextTooLong,
+                     "prompt of " + std::to_string(req.prompt.size()) +
+                         " tokens does not fit the context window of " + std::to_string(context),
+                     {{"field", "prompt"}, {"prompt_tokens", req.prompt.size()}, {"context_window", context}});
+  for (int32_t t : req.prompt)
+    if (t < 0 || t >= vocab)
+      return makeError(ErrorCode::kBadRequest, "token id out of range", {{"field", "prompt"}, {"token", t}, {"vocab", vocab}});
+  for (const auto& s : req.stop_strings)
+    if (s.empty()) return makeError(ErrorCode::kBadRequest, "empty stop string", {{"field", "stop"}});
+  return req.sampling.validate(vocab);
+}
+
+Executor::Executor(gpu::Context& ctx, Forward& fwd, const Tokenizer* tok, uint32_t steps, double submission_ms)
+    : ctx_(ctx), fwd_(fwd), tok_(tok), steps_(std::clamp<uint32_t>(steps, 1, fwd.options().max_steps)),
+      submission_ms_(submission_ms) {
   const auto& o = fwd.options();
   rows_.resize(o.max_batch);
   const uint64_t ring = (uint64_t)o.max_batch * o.max_steps * Forward::kOutWords * 4;
@@ -61,18 +78,7 @@ Status Executor::start(uint32_t r, RowRequest req) {
   const uint32_t ctx_len = fwd_.contextLength();
   if (r >= rows_.size() || rows_[r].used)
     return makeError(ErrorCode::kInternal, "row is not free", {{"row", r}, {"rows", rows_.size()}});
-  if (req.prompt.empty()) return makeError(ErrorCode::kBadRequest, "empty prompt", {{"field", "prompt"}});
-  if (req.prompt.size() >= ctx_len)
-    return makeError(ErrorCode::kContextTooLong,
-                     "prompt of " + std::to_string(req.prompt.size()) +
-                         " tokens does not fit the context window of " + std::to_string(ctx_len),
-                     {{"field", "prompt"}, {"prompt_tokens", req.prompt.size()}, {"context_window", ctx_len}});
-  for (int32_t t : req.prompt)
-    if (t < 0 || t >= vocab)
-      return makeError(ErrorCode::kBadRequest, "token id out of range", {{"field", "prompt"}, {"token", t}, {"vocab", vocab}});
-  for (const auto& s : req.stop_strings)
-    if (s.empty()) return makeError(ErrorCode::kBadRequest, "empty stop string", {{"field", "stop"}});
-  EWGPU_TRY(req.sampling.validate(vocab));
+  EWGPU_TRY(checkRowRequest(req, ctx_len, vocab));
   req.sampling.max_tokens = std::min<uint32_t>(req.sampling.max_tokens, ctx_len - (uint32_t)req.prompt.size());
   Row& row = rows_[r];
   const uint32_t gen = row.gen + 1;
@@ -142,6 +148,9 @@ void Executor::failAll() {
 // tokens would be discarded. A row whose last prefill chunk is in flight counts already (its first token is
 // sampled by that chunk), so its decode is queued behind the prefill without a CPU round trip.
 uint32_t Executor::decodeNeed() const {
+  uint32_t k = steps_;
+  if (submission_ms_ > 0 && step_ms_ > 0)
+    k = (uint32_t)std::clamp<double>(std::floor(submission_ms_ / step_ms_), 1, steps_);
   uint32_t need = 0;
   for (uint32_t r = 0; r < rows_.size(); ++r) {
     const Row& row = rows_[r];
@@ -149,7 +158,7 @@ uint32_t Executor::decodeNeed() const {
     int64_t left = (int64_t)row.req.sampling.max_tokens - row.sampled - (row.decoding ? 0 : 1);
     for (const auto& f : in_flight_)
       if (!f.prefill && f.gens[r] == (int64_t)row.gen) left -= f.steps;
-    need = std::max<uint32_t>(need, (uint32_t)std::clamp<int64_t>(left, 0, steps_));
+    need = std::max<uint32_t>(need, (uint32_t)std::clamp<int64_t>(left, 0, k));
   }
   return need;
 }
@@ -234,6 +243,7 @@ Status Executor::issuePrefill(uint32_t r) {
     InFlight f;
     f.prefill = true;
     f.ticket = g_ticket++;
+    f.issued = std::chrono::steady_clock::now();
     f.row = r;
     f.gen = row.gen;
     in_flight_.push_back(std::move(f));
@@ -246,6 +256,7 @@ Status Executor::issueDecode(uint32_t need) {
   InFlight f;
   f.steps = need;
   f.ticket = g_ticket++;
+  f.issued = std::chrono::steady_clock::now();
   f.gens.assign(B, -1);
   for (uint32_t b = 0; b < B; ++b) {
     const Row& row = rows_[b];
@@ -266,11 +277,23 @@ Status Executor::issueDecode(uint32_t need) {
   in_flight_.push_back(std::move(f));
   ++stats_.submissions;
   stats_.decode_steps += need;
+  uint32_t decodes = 0;
+  for (const auto& g : in_flight_) decodes += !g.prefill;
+  stats_.max_decodes_in_flight = std::max(stats_.max_decodes_in_flight, decodes);
   return {};
 }
 
 void Executor::consume(const InFlight& f, std::vector<RowEvent>& events) {
   ++stats_.readbacks;
+  // The GPU time per decode step: from when this submission could start (issued, and the previous one done)
+  // to when it landed, over its steps.
+  const auto now = std::chrono::steady_clock::now();
+  if (!f.prefill && f.steps > 0) {
+    const auto start = std::max(f.issued, last_land_);
+    const double per = std::chrono::duration<double, std::milli>(now - start).count() / f.steps;
+    step_ms_ = step_ms_ > 0 ? 0.7 * step_ms_ + 0.3 * per : per;
+  }
+  last_land_ = now;
   gpu::Readback& rb = readbackOf(f);
   const auto* out = reinterpret_cast<const uint32_t*>(rb.data().data());
   if (f.prefill) {

@@ -17,6 +17,7 @@
 #include "runtime/row_backend.h"
 #include "tokenizer/tokenizer.h"
 
+#include <chrono>
 #include <deque>
 #include <optional>
 #include <string>
@@ -26,12 +27,20 @@ namespace ewgpu {
 
 struct ExecutorStats {
   uint64_t submissions = 0, decode_steps = 0, prefill_chunks = 0, readbacks = 0;
+  uint32_t max_decodes_in_flight = 0;  // the most decode submissions ever queued at once (<= pipeline depth)
 };
+
+// BAD_REQUEST (empty prompt, token ids outside the vocabulary, empty stop strings, sampling values) or
+// CONTEXT_TOO_LONG (a prompt at or past `context` positions), with detail.field.
+Status checkRowRequest(const RowRequest& req, uint32_t context, int vocab);
 
 class Executor final : public RowBackend {
  public:
   // `tok` may be null (no text, tokens only). Rows: the Forward's max_batch (row b uses slot b).
-  Executor(gpu::Context& ctx, Forward& fwd, const Tokenizer* tok, uint32_t steps = 16);
+  // `submission_ms` > 0 caps the decode steps of one submission so that it takes about that long on the GPU
+  // (from the measured time per step), K being the most: work queued ahead of a newcomer's prefill is then
+  // bounded by the pipeline depth times this, whatever the rows and the model. 0 = always K steps.
+  Executor(gpu::Context& ctx, Forward& fwd, const Tokenizer* tok, uint32_t steps = 16, double submission_ms = 0);
 
   uint32_t rowCapacity() const override { return (uint32_t)rows_.size(); }
   uint32_t contextLength() const override { return fwd_.contextLength(); }
@@ -49,6 +58,7 @@ class Executor final : public RowBackend {
   // Decode submissions in flight at once: 1 (strict alternation of GPU work and CPU consumption) or 2 (default).
   Status setPipelineDepth(uint32_t depth);
   bool rowBusy(uint32_t row) const { return row < rows_.size() && rows_[row].used; }
+  double stepMs() const { return step_ms_; }  // measured GPU time per decode step (0 until measured)
   const ExecutorStats& stats() const { return stats_; }
 
  private:
@@ -66,6 +76,7 @@ class Executor final : public RowBackend {
   struct InFlight {
     bool prefill = false;
     uint64_t ticket = 0;
+    std::chrono::steady_clock::time_point issued;
     uint32_t steps = 0;            // decode: steps in the submission
     uint32_t buf = 0;              // decode: which out readback
     std::vector<int64_t> gens;     // decode: per row, the generation it ran for (-1: not ours)
@@ -88,6 +99,9 @@ class Executor final : public RowBackend {
   Forward& fwd_;
   const Tokenizer* tok_;
   uint32_t steps_;
+  double submission_ms_;
+  double step_ms_ = 0;                          // moving average of the GPU time per decode step
+  std::chrono::steady_clock::time_point last_land_;  // when the last readback was consumed
   uint32_t depth_ = 2;
   bool last_was_prefill_ = false;
   std::vector<Row> rows_;

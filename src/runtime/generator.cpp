@@ -15,20 +15,7 @@ Generator::Generator(gpu::Context& ctx, Forward& fwd, const Tokenizer* tok, uint
     : exec_(ctx, fwd, tok, steps) {}
 
 Status Generator::validate(const GenerationRequest& req) const {
-  const uint32_t ctx_len = exec_.contextLength();
-  if (req.prompt.empty()) return makeError(ErrorCode::kBadRequest, "empty prompt", {{"field", "prompt"}});
-  if (req.prompt.size() >= ctx_len)
-    return makeError(ErrorCode::kContextTooLong,
-                     "prompt of " + std::to_string(req.prompt.size()) +
-                         " tokens does not fit the context window of " + std::to_string(ctx_len),
-                     {{"field", "prompt"}, {"prompt_tokens", req.prompt.size()}, {"context_window", ctx_len}});
-  for (int32_t t : req.prompt)
-    if (t < 0 || t >= (int32_t)exec_.vocabSize())
-      return makeError(ErrorCode::kBadRequest, "token id out of range",
-                       {{"field", "prompt"}, {"token", t}, {"vocab", exec_.vocabSize()}});
-  for (const auto& s : req.stop_strings)
-    if (s.empty()) return makeError(ErrorCode::kBadRequest, "empty stop string", {{"field", "stop"}});
-  return req.sampling.validate((int)exec_.vocabSize());
+  return checkRowRequest({req.prompt, req.sampling, req.stop_strings, 0}, exec_.contextLength(), (int)exec_.vocabSize());
 }
 
 Result<uint64_t> Generator::submit(GenerationRequest req, GenerationCallbacks cb) {

@@ -24,9 +24,11 @@ std::vector<int32_t> referenceGreedy(const std::string& dir, const std::vector<i
   auto ref = ReferenceModel::load(*folder);
   EXPECT_TRUE(ref.ok());
   std::vector<int32_t> out;
-  std::vector<float> logits = ref->forward(prompt);
+  std::vector<float> logits = ref->forward(prompt);  // [tokens, vocab]
+  const size_t V = (size_t)ref->config().vocab;
   for (int i = 0; i < n; ++i) {
-    int32_t best = (int32_t)(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    const auto last = logits.end() - (ptrdiff_t)V;
+    int32_t best = (int32_t)(std::max_element(last, logits.end()) - last);
     out.push_back(best);
     if (std::find(stops.begin(), stops.end(), best) != stops.end()) break;
     logits = ref->forward(std::span<const int32_t>(&best, 1));
@@ -113,7 +115,7 @@ TEST(EngineOnGpuSlidingWindow, PromptsOfAnyLengthRunOnAFolderWithoutAContextWind
   ASSERT_TRUE(info.ok()) << info.error().toString();
   EXPECT_EQ(info->context_window, (uint32_t)folder->config().sliding_window);
   auto tok = Tokenizer::fromFile(dir + "/tokenizer.json");
-  for (const std::string p : {"a", "abc", "abcde", std::string(28, 'x') + "yz", std::string(300, 'q')}) {
+  for (const std::string& p : std::vector<std::string>{"a", "abc", "abcde", std::string(28, 'x') + "yz", std::string(300, 'q')}) {
     auto h = (*e)->complete(greedy(p, 6));
     ASSERT_TRUE(h.ok()) << h.error().toString();
     const CompletionResult& r = (*h)->wait();
@@ -123,6 +125,43 @@ TEST(EngineOnGpuSlidingWindow, PromptsOfAnyLengthRunOnAFolderWithoutAContextWind
     ASSERT_LE(got.size(), want.size());
     EXPECT_EQ(got, std::vector<int32_t>(want.begin(), want.begin() + got.size())) << "prompt of " << p.size();
   }
+}
+
+}  // namespace
+}  // namespace ewgpu
+
+namespace ewgpu {
+namespace {
+
+// probe, canRun, recommendModels and estimateSpeed through the engine (they need the adapter).
+TEST(EngineOnGpuDevice, ProbeCanRunRecommendAndEstimateSpeed) {
+  auto e = Engine::create({.cache_dir = ::testing::TempDir() + "/ewgpu-engine-gpu-cache", .rows = 1});
+  ASSERT_TRUE(e.ok());
+  auto dev = (*e)->probe();
+  ASSERT_TRUE(dev.ok()) << dev.error().toString();
+  EXPECT_FALSE(dev->device.empty());
+  EXPECT_GT(dev->max_storage_buffer_binding_size, 0u);
+  auto fit = (*e)->canRun("Qwen3-0.6B-q4f16_1-MLC");
+  ASSERT_TRUE(fit.ok()) << fit.error().toString();
+  EXPECT_EQ((*e)->canRun("no-such-model").error().code, ErrorCode::kUnknownModel);
+  auto rec = (*e)->recommendModels({.limit = 3});
+  ASSERT_TRUE(rec.ok()) << rec.error().toString();
+  EXPECT_LE(rec->size(), 3u);
+  // Before anything decoded: projected from the weight bytes; after: measured.
+  auto projected = (*e)->estimateSpeed("Llama-3.2-1B-Instruct-q4f16_1-MLC");
+  ASSERT_TRUE(projected.ok()) << projected.error().toString();
+  EXPECT_EQ(projected->source, "projected");
+  EXPECT_GT(projected->tok_s, 0);
+  ASSERT_TRUE((*e)->load(fixture("llama"), {.id = "llama-tiny"})->wait().ok());
+  auto before = (*e)->estimateSpeed("llama-tiny");
+  ASSERT_TRUE(before.ok());
+  EXPECT_EQ(before->source, "projected");
+  ASSERT_EQ((*e)->complete(greedy("Hello there", 8)).value()->wait().outcome, Outcome::kCompleted);
+  auto after = (*e)->estimateSpeed();
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->source, "measured");
+  EXPECT_GT(after->tok_s, 0);
+  EXPECT_FALSE((*e)->tokenText("llama-tiny", 65).empty());
 }
 
 }  // namespace
