@@ -1,7 +1,9 @@
 // ewgpu run MODEL [PROMPT]: generate text through the engine (include/ewgpu/engine.h) from a model folder, a
 // store id or a URL, streaming it to stdout, then the timings (time to first token, prefill and decode tok/s)
 // on stderr. With no prompt on a terminal it is `ewgpu chat MODEL` (chat_repl.h), as `ollama run` is.
-#include <unistd.h>
+#include "chat_repl.h"
+#include "command.h"
+#include "ewgpu/engine.h"
 
 #include <cerrno>
 #include <cmath>
@@ -9,17 +11,14 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
-
-#include "chat_repl.h"
-#include "command.h"
-#include "ewgpu/engine.h"
+#include <unistd.h>
 
 namespace ewgpu::cli {
 namespace {
 
-const std::vector<std::string> kValued = {"--max-tokens", "--temperature", "--top-p",      "--top-k",     "--seed",
-                                          "--steps",      "--system",      "--adapter",    "--cache-dir", "--context",
-                                          "--file",       "--stop",        "--activations"};
+const std::vector<std::string> kValued = {"--max-tokens", "--temperature", "--top-p", "--top-k", "--seed", "--steps",
+                                          "--system", "--adapter", "--cache-dir", "--context", "--file", "--stop",
+                                          "--activations"};
 
 Result<uint32_t> countFlag(const Args& args, const std::string& name, uint64_t lo, uint64_t hi, uint32_t dflt) {
   auto v = flagValue(args, name);
@@ -148,35 +147,29 @@ int runRun(const Args& args) {
   if (json) {
     std::vector<int32_t> ids;
     for (const auto& t : r.logprobs) ids.push_back(t.id);
-    nlohmann::json j = {
-        {"model", loaded->model_type},
-        {"text", r.text},
-        {"tokens", ids},
-        {"finish_reason", r.finish_reason},
-        {"usage", {{"prompt_tokens", r.usage.prompt_tokens}, {"completion_tokens", r.usage.completion_tokens}}},
-        {"timings",
-         {{"load_ms", loaded->load_ms},
-          {"load_ms_by_stage", loaded->load_ms_by_stage},
-          {"ttft_ms", r.timings.ttft_ms},
-          {"prefill_tok_s", r.timings.prefill_tok_s},
-          {"decode_tok_s", r.timings.decode_tok_s},
-          {"decode_steps_per_sync", *steps}}},
-        {"device", dev.device}};
+    nlohmann::json j = {{"model", loaded->model_type},
+                        {"text", r.text},
+                        {"tokens", ids},
+                        {"finish_reason", r.finish_reason},
+                        {"usage", {{"prompt_tokens", r.usage.prompt_tokens}, {"completion_tokens", r.usage.completion_tokens}}},
+                        {"timings",
+                         {{"load_ms", loaded->load_ms}, {"load_ms_by_stage", loaded->load_ms_by_stage},
+                          {"ttft_ms", r.timings.ttft_ms}, {"prefill_tok_s", r.timings.prefill_tok_s},
+                          {"decode_tok_s", r.timings.decode_tok_s}, {"decode_steps_per_sync", *steps}}},
+                        {"device", dev.device}};
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  std::fprintf(stderr,
-               "\n\n[%s on %s] prompt %u tokens, generated %u (%s); load %.0f ms, TTFT %.1f ms, "
-               "prefill %.1f tok/s, decode %.1f tok/s (K=%u)\n",
+  std::fprintf(stderr, "\n\n[%s on %s] prompt %u tokens, generated %u (%s); load %.0f ms, TTFT %.1f ms, "
+                       "prefill %.1f tok/s, decode %.1f tok/s (K=%u)\n",
                loaded->model_type.c_str(), dev.device.c_str(), r.usage.prompt_tokens, r.usage.completion_tokens,
                r.finish_reason.c_str(), loaded->load_ms, r.timings.ttft_ms, r.timings.prefill_tok_s,
                r.timings.decode_tok_s, *steps);
   return 0;
 }
 
-Registration reg{{"run",
-                  "run MODEL [PROMPT] [--chat] [--max-tokens N] [--temperature T] [--top-p P] [--seed S] "
-                  "[--steps K] [--activations auto|f32|int8|int16] [--json]",
+Registration reg{{"run", "run MODEL [PROMPT] [--chat] [--max-tokens N] [--temperature T] [--top-p P] [--seed S] "
+                         "[--steps K] [--activations auto|f32|int8|int16] [--json]",
                   "generate through the engine from a model folder or store id, streaming text; prints TTFT and tok/s",
                   runRun}};
 
