@@ -209,6 +209,51 @@ json errorBody(const std::string& code, const std::string& message, const std::s
   return {{"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", code}}}};
 }
 
+// The guards every request passes before routing: CORS (an Origin not on the allowlist is refused, so a page
+// cannot drive the engine unless allowed; preflight answered here), the API key, and a stopping server.
+httplib::Server::HandlerResponse guard(Context& ctx, const httplib::Request& req, httplib::Response& res) {
+  try {
+    if (req.has_header("Origin")) {
+      const std::string origin = req.get_header_value("Origin");
+      bool allowed = false;
+      for (const auto& o : ctx.opts.cors_origins) allowed |= o == "*" || o == origin;
+      if (!allowed) {
+        sendJson(res, 403,
+                 errorBody("FORBIDDEN_ORIGIN", "origin " + origin + " is not allowed (see --cors)",
+                           "invalid_request_error"));
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      res.set_header("Access-Control-Allow-Origin", origin);
+      res.set_header("Vary", "Origin");
+      if (req.method == "OPTIONS") {
+        res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+        res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Session, X-Priority");
+        res.set_header("Access-Control-Max-Age", "600");
+        res.status = 204;
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    if (!ctx.opts.api_key.empty() && req.path != "/health") {
+      const std::string auth = req.get_header_value("Authorization");
+      if (!constantTimeEqual(auth, "Bearer " + ctx.opts.api_key)) {
+        res.set_header("WWW-Authenticate", "Bearer");
+        sendJson(res, 401,
+                 errorBody("UNAUTHORIZED", "a valid API key is required (Authorization: Bearer KEY)",
+                           "invalid_request_error"));
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    if (ctx.stopping) {
+      sendJson(res, 503, errorBody("ENGINE_CLOSED", "the server is stopping", "server_error"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+  } catch (...) {
+    sendJson(res, 500, errorBody("INTERNAL", "the request could not be checked", "server_error"));
+    return httplib::Server::HandlerResponse::Handled;
+  }
+  return httplib::Server::HandlerResponse::Unhandled;
+}
+
 }  // namespace
 
 std::vector<RouteInfo> allRoutes() {
@@ -254,50 +299,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(Engine& engine, ServerOpt
   if (!opts.web_dir.empty() && !http.set_mount_point("/", opts.web_dir))
     return makeError(ErrorCode::kIo, "--web: " + opts.web_dir + " is not a folder", {{"field", "web"}});
 
-  // Guards, before routing: CORS (an Origin not on the allowlist is refused, so a page cannot drive the
-  // engine unless allowed) and the API key.
-  http.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
-    try {
-      if (req.has_header("Origin")) {
-        const std::string origin = req.get_header_value("Origin");
-        bool allowed = false;
-        for (const auto& o : ctx.opts.cors_origins) allowed |= o == "*" || o == origin;
-        if (!allowed) {
-          sendJson(res, 403,
-                   errorBody("FORBIDDEN_ORIGIN", "origin " + origin + " is not allowed (see --cors)",
-                             "invalid_request_error"));
-          return httplib::Server::HandlerResponse::Handled;
-        }
-        res.set_header("Access-Control-Allow-Origin", origin);
-        res.set_header("Vary", "Origin");
-        if (req.method == "OPTIONS") {
-          res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-          res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Session, X-Priority");
-          res.set_header("Access-Control-Max-Age", "600");
-          res.status = 204;
-          return httplib::Server::HandlerResponse::Handled;
-        }
-      }
-      if (!ctx.opts.api_key.empty() && req.path != "/health") {
-        const std::string auth = req.get_header_value("Authorization");
-        if (!constantTimeEqual(auth, "Bearer " + ctx.opts.api_key)) {
-          res.set_header("WWW-Authenticate", "Bearer");
-          sendJson(res, 401,
-                   errorBody("UNAUTHORIZED", "a valid API key is required (Authorization: Bearer KEY)",
-                             "invalid_request_error"));
-          return httplib::Server::HandlerResponse::Handled;
-        }
-      }
-      if (ctx.stopping) {
-        sendJson(res, 503, errorBody("ENGINE_CLOSED", "the server is stopping", "server_error"));
-        return httplib::Server::HandlerResponse::Handled;
-      }
-    } catch (...) {
-      sendJson(res, 500, errorBody("INTERNAL", "the request could not be checked", "server_error"));
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
+  http.set_pre_routing_handler(
+      [&ctx](const httplib::Request& req, httplib::Response& res) { return guard(ctx, req, res); });
   // What httplib answers itself (no route, body too large, bad request line) gets OpenAI's error shape.
   http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
