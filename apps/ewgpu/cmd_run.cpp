@@ -3,13 +3,15 @@
 // it to stdout, then the timings (time to first token, prefill and decode tok/s) on
 // stderr. Flags are parsed and checked first (run_flags.h); a catalogue id that is not cached is pulled (unless
 // --no-pull); the load draws a progress line on a terminal; Ctrl-C stops the generation cleanly (newline,
-// timings, "interrupted", exit 130), a second one ends the process at once.
+// timings, "interrupted", exit 130), a second one ends the process at once. With no prompt on a terminal it is
+// `ewgpu chat MODEL` (chat_repl.h), as `ollama run` is.
 #include <unistd.h>
 
 #include <cstdio>
 #include <iostream>
 #include <memory>
 
+#include "chat_repl.h"
 #include "command.h"
 #include "ewgpu/engine.h"
 #include "run_flags.h"
@@ -60,8 +62,11 @@ int runRun(RunOptions& o) {
     if (!target) return reportError(target.error(), json);
     o.model_arg = target->model;
     o.prompt_arg = target->prompt;
-    if (target->is_default && !o.prompt_arg && !o.prompt_flag && !o.prompt_file && ::isatty(0) == 1 && !o.chat)
-      o.prompt_arg = "Once upon a time";
+  }
+  const bool repl = !o.prompt_arg && !o.prompt_flag && !o.prompt_file && !json && ::isatty(0) == 1;
+  if (repl) {  // checkRunOptions needs a prompt; the chat asks for each turn instead
+    o.prompt_arg = "-";
+    o.chat = true;
   }
   if (Status st = checkRunOptions(o, ::isatty(0) == 1); !st) return usageError(st.error().message, json);
   installInterruptHandler();
@@ -98,6 +103,19 @@ int runRun(RunOptions& o) {
   const Result<ModelInfo>& loaded = load->wait();
   if (line) line->finish();
   if (!loaded) return reportError(loaded.error(), json);
+
+  if (repl) {
+    ChatOptions co;
+    co.model = loaded->id;
+    co.system = o.system.value_or("");
+    co.sampling.max_tokens = o.max_tokens;
+    co.sampling.temperature = o.sampling.temperature;
+    co.sampling.top_p = o.sampling.top_p;
+    co.sampling.top_k = o.sampling.top_k;
+    co.sampling.seed = o.sampling.seed;  // unset: a fresh seed per turn
+    co.sampling.stop = o.stop;
+    return runChatRepl(**engine, co, stdin, stdout);
+  }
 
   CompletionRequest req;
   if (o.chat) {
