@@ -30,7 +30,10 @@ if [ ! node_modules/.package-lock.json -nt package-lock.json ]; then
   npm ci --no-audit --no-fund --loglevel=error
 fi
 
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+# ccache, where the machine has it, makes rebuilds in other checkouts cheap (it is not required).
+launcher=()
+if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache); fi
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" "$@" >/dev/null
 cmake --build build
 
 # The main job on the built-in default model (models/default: 5.8M parameters, trained by the project on English
