@@ -307,6 +307,7 @@ void Engine::Impl::runLoad(const std::string& source, LoadOptions lo, std::share
   if (!folder->config().conv_template.is_null()) {
     auto conv = ConvTemplate::fromJson(folder->config().conv_template);
     if (!conv) return L.fail(std::move(conv).error());
+    if (Status st = checkTemplateIds(*conv, folder->config().vocab); !st) return L.fail(std::move(st).error());
     assets->conv.emplace(std::move(*conv));
   }
   assets->defaults = defaultSampling(assets->config, assets->conv ? &*assets->conv : nullptr);

@@ -42,6 +42,7 @@ nlohmann::json qwen35Config(int hidden, int intermediate) {
   return {{"model_type", "qwen3_5_text"},
           {"quantization", "q4f16_1"},
           {"vocab_size", 248320},
+          {"context_window_size", 262144},
           {"model_config",
            {{"hidden_size", hidden},
             {"intermediate_size", intermediate},
