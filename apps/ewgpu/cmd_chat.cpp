@@ -15,6 +15,7 @@ struct ChatFlags {
   uint32_t max_tokens = 512;
   std::optional<uint32_t> context;
   SamplingFlags sampling;
+  bool json = false;  // errors as JSON
 };
 
 int runChat(const ChatFlags& f) {
@@ -31,11 +32,11 @@ int runChat(const ChatFlags& f) {
   eo.cache_dir = f.cache_dir;
   eo.context = f.context.value_or(0);
   auto engine = Engine::create(eo);
-  if (!engine) return reportError(engine.error(), false);
+  if (!engine) return reportError(engine.error(), f.json);
   std::fprintf(stderr, "loading %s ...\n", f.model.c_str());
   LoadHandle load = (*engine)->load(f.model);
   const auto& loaded = load->wait();
-  if (!loaded) return reportError(loaded.error(), false);
+  if (!loaded) return reportError(loaded.error(), f.json);
   co.model = loaded->id;
   return runChatRepl(**engine, co, stdin, stdout);
 }
@@ -54,6 +55,7 @@ Registration reg{{"chat", "an interactive multi-turn chat (/reset, /system, Ctrl
                     addSamplingFlags(app, f->sampling);
                     addAdapterFlag(app, f->adapter);
                     addCacheDirFlag(app, f->cache_dir);
+                    addJsonFlag(app, f->json);
                     return [f] { return runChat(*f); };
                   }}};
 

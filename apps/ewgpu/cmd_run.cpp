@@ -7,6 +7,7 @@
 // `ewgpu chat MODEL` (chat_repl.h), as `ollama run` is.
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -39,14 +40,32 @@ Result<std::string> modelDir(const RunOptions& o) {
   return resolveModelDir(o.model, **store);
 }
 
-// The engine's load stages on the progress line.
-LocalLoadProgress lineProgress(const LoadProgress& p) {
-  LocalLoadProgress l;
-  if (p.stage == "upload") l.stage = LocalLoadProgress::Stage::kUpload;
-  else if (p.stage == "pipelines") l.stage = LocalLoadProgress::Stage::kPipelines;
-  else if (p.stage == "ready") l.stage = LocalLoadProgress::Stage::kDone;
-  return l;
-}
+// The engine's load stages on the progress line (the upload's rate is timed from its first report).
+struct LineProgress {
+  std::chrono::steady_clock::time_point upload_start{};
+  LocalLoadProgress operator()(const LoadProgress& p) {
+    LocalLoadProgress l;
+    const auto now = std::chrono::steady_clock::now();
+    if (p.stage == "upload" || p.stage == "pipelines" || p.stage == "ready") {
+      if (upload_start == std::chrono::steady_clock::time_point{}) upload_start = now;
+      l.stage = p.stage == "upload" ? LocalLoadProgress::Stage::kUpload
+                : p.stage == "pipelines" ? LocalLoadProgress::Stage::kPipelines
+                                         : LocalLoadProgress::Stage::kDone;
+      if (p.stage == "upload") {
+        last_bytes = p.bytes;
+        upload_ms = std::chrono::duration<double, std::milli>(now - upload_start).count();
+      }
+      l.bytes_uploaded = last_bytes;
+      l.upload_ms = upload_ms;
+      if (p.stage == "pipelines") pipelines = p.pipelines;
+      l.pipelines = pipelines;
+    }
+    return l;
+  }
+  uint64_t last_bytes = 0;
+  double upload_ms = 0;
+  size_t pipelines = 0;
+};
 
 int runRun(RunOptions& o) {
   const bool json = o.json;
@@ -97,7 +116,9 @@ int runRun(RunOptions& o) {
   lo.id = o.model;
   if (!json && stderrIsTerminal()) {
     line = std::make_unique<LoadProgressLine>(o.model);
-    lo.progress = [l = line.get()](const LoadProgress& p) { l->update(lineProgress(p)); };
+    lo.progress = [l = line.get(), conv = std::make_shared<LineProgress>()](const LoadProgress& p) {
+      l->update((*conv)(p));
+    };
   }
   LoadHandle load = (*engine)->load(*dir, lo);
   const Result<ModelInfo>& loaded = load->wait();

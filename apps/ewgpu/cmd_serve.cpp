@@ -14,6 +14,7 @@ struct ServeFlags {
   std::vector<std::string> models, cors;
   std::map<std::string, std::string> values;  // --flag -> value, for the flags given once
   bool quiet = false;
+  bool json = false;  // errors as JSON
 };
 
 int runServeCommand(const ServeFlags& f) {
@@ -24,7 +25,7 @@ int runServeCommand(const ServeFlags& f) {
     if (!v.empty()) args.insert(args.end(), {flag, v});
   if (f.quiet) args.push_back("--quiet");
   auto cfg = server::parseServeArgs(args);
-  if (!cfg) return reportError(cfg.error(), false);
+  if (!cfg) return reportError(cfg.error(), f.json);
   return server::runServe(std::move(*cfg));
 }
 
@@ -48,6 +49,7 @@ Registration reg{{"serve", "an OpenAI-compatible HTTP server over the engine (12
                         {"--context", "positions per sequence (default: the model's)"}};
                     for (const auto& [flag, help] : once) app.add_option(flag, f->values[flag], help);
                     app.add_flag("--quiet", f->quiet, "no request log");
+                    addJsonFlag(app, f->json);
                     return [f] { return runServeCommand(*f); };
                   }}};
 

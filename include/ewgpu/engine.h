@@ -91,7 +91,8 @@ struct LoadProgress {
   std::string model;
   std::string stage;      // "resolve" | "download" | "parse" | "upload" | "pipelines" | "ready"
   double fraction = 0;    // of the whole load, 0..1
-  uint64_t bytes = 0, total_bytes = 0;  // download stage
+  uint64_t bytes = 0, total_bytes = 0;  // download and upload stages: bytes so far, of the total
+  uint32_t pipelines = 0;               // pipelines stage: compiled so far
 };
 
 struct LoadOptions {

@@ -227,14 +227,19 @@ struct LoadRun {
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
   nlohmann::json stages = nlohmann::json::object();
 
-  void progress(const std::string& stage, double f, uint64_t bytes = 0, uint64_t total = 0) {
+  std::chrono::steady_clock::time_point last_report{};
+  void progress(const std::string& stage, double f, uint64_t bytes = 0, uint64_t total = 0, uint32_t pipelines = 0) {
     {
       std::lock_guard<std::mutex> lk(p->mu);
       if (p->loading.count(id)) p->loading[id] = stage;
     }
-    if (lo.progress) p->post({[fn = lo.progress, pr = LoadProgress{id, stage, f, bytes, total}] { fn(pr); }});
+    last_report = std::chrono::steady_clock::now();
+    if (lo.progress)
+      p->post({[fn = lo.progress, pr = LoadProgress{id, stage, f, bytes, total, pipelines}] { fn(pr); }});
     p->event("model.progress", {{"model", id}, {"stage", stage}, {"fraction", f}});
   }
+  // Reports from inside a stage at most every 100 ms.
+  bool due() const { return std::chrono::steady_clock::now() - last_report > std::chrono::milliseconds(100); }
   void fail(Error e) {
     {
       std::lock_guard<std::mutex> lk(p->mu);
@@ -336,7 +341,13 @@ void Engine::Impl::runLoad(const std::string& source, LoadOptions lo, std::share
       if (!st) return L.fail(std::move(st).error());
       L.progress("upload", 0.85);
       auto t_up = std::chrono::steady_clock::now();
-      auto model = uploadModel(*ctx, *shared_folder, {});
+      UploadOptions uo;
+      uint64_t total = 0;
+      for (const auto& t : shared_folder->tensors()) total += t.nbytes;
+      uo.on_bytes = [&L, total](uint64_t b) {
+        if (L.due() || b >= total) L.progress("upload", 0.85, b, total);
+      };
+      auto model = uploadModel(*ctx, *shared_folder, uo);
       if (!model) return L.fail(std::move(model).error());
       L.stages["upload"] = msSince(t_up);
       L.progress("pipelines", 0.9);
@@ -347,7 +358,11 @@ void Engine::Impl::runLoad(const std::string& source, LoadOptions lo, std::share
       fo.context = opts.context;
       fo.max_steps = opts.max_steps;
       fo.activations = opts.activations;
+      ctx->setKernelCompiledHook([&L](size_t n) {
+        if (L.due()) L.progress("pipelines", 0.9, 0, 0, (uint32_t)n);
+      });
       auto fwd = Forward::create(*ctx, **model, fo);
+      ctx->setKernelCompiledHook({});
       if (!fwd) return L.fail(std::move(fwd).error());
       st = ctx->finish();
       if (!st) return L.fail(std::move(st).error());
