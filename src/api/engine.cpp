@@ -203,7 +203,7 @@ Engine::~Engine() {
   for (auto& c : cmds) c(true);  // loads that never ran resolve with ENGINE_CLOSED
   {
     std::lock_guard<std::mutex> lk(m.mu);
-    m.sched.cancelAll(makeError(ErrorCode::kEngineClosed, "the engine was closed"), fx);
+    m.sched.cancelAll(fx);
     for (auto& [id, r] : m.models) m.sched.removeModel(id, fx).reset();
     m.models.clear();
   }

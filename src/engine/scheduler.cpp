@@ -105,12 +105,11 @@ void Scheduler::failAll(const EngineError& e, Effects& fx) {
   for (uint64_t jid : ids) finish(jid, Outcome::kFailed, "error", e, false, fx);
 }
 
-void Scheduler::cancelAll(const EngineError& why, Effects& fx) {
+void Scheduler::cancelAll(Effects& fx) {
   std::vector<uint64_t> ids;
   for (const auto& [jid, j] : jobs_) ids.push_back(jid);
   for (uint64_t jid : ids) finish(jid, Outcome::kCancelled, "abort", std::nullopt, true, fx);
   pending_cancels_.clear();
-  (void)why;
 }
 
 Status Scheduler::configure(const EngineConfig& c) {

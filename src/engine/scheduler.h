@@ -74,9 +74,10 @@ class Scheduler {
   // Queued jobs end at once; running ones at the next step(). Returns how many jobs it stopped.
   size_t cancel(uint64_t id, Effects& fx);
   size_t cancelSession(const std::string& session, Effects& fx);
-  // Ends every job (queued and running) with the given outcome/error.
+  // Ends every job (queued and running): failAll as failed with `e` (the backends lost their rows), cancelAll
+  // as cancelled (running rows are stopped now).
   void failAll(const EngineError& e, Effects& fx);
-  void cancelAll(const EngineError& why, Effects& fx);
+  void cancelAll(Effects& fx);
 
   Status configure(const EngineConfig& c);
   const SchedulerConfig& config() const { return cfg_; }

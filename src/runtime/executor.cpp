@@ -128,11 +128,11 @@ Status Executor::step(std::vector<RowEvent>& events) {
   return st;
 }
 
+// A failed wait leaves the rows as they are: the next step() reads the readback's status (or the lost device)
+// and fails them there, so the policy above hears of it through step()'s error like any other failure.
 Status Executor::wait() {
   if (in_flight_.empty()) return {};
-  Status w = readbackOf(in_flight_.front()).wait(ctx_);
-  if (!w) failAll();
-  return w;
+  return readbackOf(in_flight_.front()).wait(ctx_);
 }
 
 void Executor::failAll() {
