@@ -246,7 +246,14 @@ struct LoadRun {
       p->loading.erase(id);
     }
     p->event("model.failed", {{"model", id}, {"error", e.toJson()}});
-    out->set(std::move(e));
+    finish(std::move(e));
+  }
+  // The handle completes after every progress callback of this load has run: they go through the callback
+  // thread, so the result does too (a streamed load's last progress frame comes before its ready frame).
+  void finish(Result<ModelInfo> v) {
+    if (!lo.progress) return out->set(std::move(v));
+    auto boxed = std::make_shared<Result<ModelInfo>>(std::move(v));
+    p->post({[o = out, boxed] { o->set(std::move(*boxed)); }});
   }
   bool cancelled() const { return p->closing.load() || (lo.cancel && lo.cancel->load()); }
 };
@@ -288,11 +295,11 @@ void Engine::Impl::runLoad(const std::string& source, LoadOptions lo, std::share
   {
     std::lock_guard<std::mutex> lk(mu);
     if (models.count(L.id)) {
-      out->set(models[L.id].info);  // already resident: nothing to do
+      L.finish(models[L.id].info);  // already resident: nothing to do
       return;
     }
     if (loading.count(L.id)) {
-      out->set(makeError(ErrorCode::kBadRequest, "model " + L.id + " is already loading", {{"model", L.id}}));
+      L.finish(makeError(ErrorCode::kBadRequest, "model " + L.id + " is already loading", {{"model", L.id}}));
       return;
     }
     loading[L.id] = "parse";
@@ -393,7 +400,7 @@ void Engine::Impl::runLoad(const std::string& source, LoadOptions lo, std::share
     evictIdleExcept(id);
     L.progress("ready", 1);
     event("model.ready", {{"model", id}, {"load_ms", info.load_ms}, {"stages", info.load_ms_by_stage}});
-    L.out->set(std::move(info));
+    L.finish(std::move(info));
   });
   wake = true;
   cv.notify_all();

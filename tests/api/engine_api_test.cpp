@@ -79,6 +79,33 @@ TEST(EngineApi, LoadsAFolderAndCompletesWithStreaming) {
   EXPECT_EQ(r.model, "tiny");
 }
 
+// Progress callbacks run on the callback thread; the handle completes only after the last of them (a slow
+// callback widens the window the server's streamed load once lost its progress frames in).
+TEST(EngineApi, EveryProgressCallbackRunsBeforeTheLoadCompletes) {
+  auto e = fakeEngine();
+  std::mutex mu;
+  std::vector<std::string> stages;
+  LoadOptions lo;
+  lo.id = "tiny";
+  lo.progress = [&](const LoadProgress& p) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::lock_guard<std::mutex> lk(mu);
+    stages.push_back(p.stage);
+  };
+  ASSERT_TRUE(e->load(fixture(), lo)->wait().ok());
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    ASSERT_GE(stages.size(), 3u);
+    EXPECT_EQ(stages.front(), "resolve");
+    EXPECT_EQ(stages.back(), "ready");
+    stages.clear();
+  }
+  lo.id = "broken";
+  EXPECT_FALSE(e->load("/no/such/dir", lo)->wait().ok());
+  std::lock_guard<std::mutex> lk(mu);
+  EXPECT_EQ(stages, std::vector<std::string>{"resolve"});
+}
+
 TEST(EngineApi, ErrorsAreTypedAndNameTheField) {
   auto e = fakeEngine();
   auto none = e->complete(user("hi"));
