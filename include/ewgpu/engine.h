@@ -92,7 +92,8 @@ struct LoadProgress {
   std::string stage;      // "resolve" | "download" | "parse" | "upload" | "pipelines" | "ready"
   double fraction = 0;    // of the whole load, 0..1
   uint64_t bytes = 0, total_bytes = 0;  // download and upload stages: bytes so far, of the total
-  uint32_t pipelines = 0;               // pipelines stage: compiled so far
+  uint32_t pipelines = 0;               // pipelines stage: built so far,
+  uint32_t pipelines_total = 0;         // of those asked for so far (final once pipelines == pipelines_total)
 };
 
 struct LoadOptions {
