@@ -38,7 +38,7 @@ target_link_libraries(ewgpu_web PRIVATE ewgpu_lib)
 set_target_properties(ewgpu_web PROPERTIES OUTPUT_NAME everything-webgpu-core SUFFIX .js
   RUNTIME_OUTPUT_DIRECTORY ${EWGPU_WEB_OUT} LINK_DEPENDS ${EWGPU_JS_LIBRARY})
 target_link_options(ewgpu_web PRIVATE
-  --js-library ${EWGPU_JS_LIBRARY}
+  --js-library ${EWGPU_JS_LIBRARY} --no-entry
   -sENVIRONMENT=worker -sMODULARIZE=1 -sEXPORT_NAME=createEwgpuCore
   -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB -sINITIAL_MEMORY=64MB -sTOTAL_STACK=1MB
   -sFILESYSTEM=1 -sFORCE_FILESYSTEM=1 -sEXIT_RUNTIME=0

@@ -13,6 +13,82 @@ let stepQueued = false;
 const LOCAL_BASE = 'https://local-model.invalid/';
 const registered = new Map();  // modelId -> {modelId, model (base URL), dir, files, weight_bytes}
 
+// Cache Storage under WebLLM's own scopes and keys, so a folder either library cached is found by the other:
+// weights and their manifest in "webllm/model", configs and tokenizer files in "webllm/config", each keyed by its
+// URL under the model's base (new URL(file, base)). Our own list of registered folders (which WebLLM does not
+// have) is one JSON entry per model in "everything-webgpu/registry".
+const SCOPE_MODEL = 'webllm/model';
+const SCOPE_CONFIG = 'webllm/config';
+const SCOPE_REGISTRY = 'everything-webgpu/registry';
+const hasCaches = () => typeof caches !== 'undefined';
+function scopeOf(name) {
+  return /^(params_shard_.*|tensor-cache\.json|ndarray-cache\.json)$/.test(name) ? SCOPE_MODEL : SCOPE_CONFIG;
+}
+function keyOf(base, name) { return new URL(name, base).href; }
+function registryKey(modelId) { return LOCAL_BASE + '.registry/' + encodeURIComponent(modelId); }
+
+async function cachePut(rec, files) {
+  if (!hasCaches()) return false;
+  const open = {};
+  for (const f of files) {
+    const scope = scopeOf(f.name);
+    open[scope] = open[scope] || await caches.open(scope);
+    await open[scope].put(new Request(keyOf(rec.model, f.name)), new Response(f.data));
+  }
+  const reg = await caches.open(SCOPE_REGISTRY);
+  await reg.put(new Request(registryKey(rec.modelId)), new Response(JSON.stringify(
+    {modelId: rec.modelId, model: rec.model, files: rec.files, weight_bytes: rec.weight_bytes})));
+  return true;
+}
+
+// "cached" (every file), "partial" or "absent".
+async function cacheState(rec) {
+  if (!hasCaches()) return 'absent';
+  let have = 0;
+  for (const n of rec.files) if (await (await caches.open(scopeOf(n))).match(keyOf(rec.model, n))) have++;
+  return have === rec.files.length ? 'cached' : have ? 'partial' : 'absent';
+}
+
+async function restoreRegistry() {
+  if (!hasCaches() || !(await caches.has(SCOPE_REGISTRY))) return;
+  const reg = await caches.open(SCOPE_REGISTRY);
+  for (const req of await reg.keys()) {
+    const r = await (await reg.match(req)).json();
+    if (!registered.has(r.modelId)) registered.set(r.modelId, Object.assign(r, {dir: null}));
+  }
+}
+
+// The folder from Cache Storage into the module's file system (the first load after a page reload).
+async function materialize(rec) {
+  const FS = core.FS;
+  try { FS.mkdir('/models'); } catch (e) { /* exists */ }
+  const dir = '/models/' + safeName(rec.modelId);
+  rmTree(dir);
+  FS.mkdir(dir);
+  for (const n of rec.files) {
+    const hit = hasCaches() ? await (await caches.open(scopeOf(n))).match(keyOf(rec.model, n)) : null;
+    if (!hit) {
+      rmTree(dir);
+      throw engineError('CACHE_INCOMPLETE', `${rec.modelId}: ${n} is not in Cache Storage`, {model: rec.modelId, file: n});
+    }
+    FS.writeFile(dir + '/' + n, new Uint8Array(await hit.arrayBuffer()));
+  }
+  rec.dir = dir;
+}
+
+async function deleteModel(modelId) {
+  const rec = registered.get(modelId);
+  if (!rec) return {deleted: false};
+  try { call('ewgpu_web_unload', ['string'], [modelId]); } catch (e) { /* not loaded */ }
+  if (hasCaches()) {
+    for (const n of rec.files) await (await caches.open(scopeOf(n))).delete(keyOf(rec.model, n));
+    await (await caches.open(SCOPE_REGISTRY)).delete(registryKey(modelId));
+  }
+  if (rec.dir) rmTree(rec.dir);
+  registered.delete(modelId);
+  return {deleted: true};
+}
+
 function engineError(code, message, detail) {
   return {code, message, detail: detail || {}};
 }
@@ -86,7 +162,9 @@ async function init(opts) {
     printErr: (t) => post({type: 'log', level: 'warn', text: t}),
     locateFile: (p) => new URL(p, self.location.href).href,
   });
-  return {adapter: adapterSummary(), engine: call('ewgpu_web_init', [], [])};
+  const engine = call('ewgpu_web_init', [], []);
+  await restoreRegistry();
+  return {adapter: adapterSummary(), engine};
 }
 
 function safeName(s) { return String(s).replace(/[^A-Za-z0-9._-]/g, '_'); }
@@ -106,21 +184,18 @@ function rmTree(dir) {
 // files: [{name, data: ArrayBuffer}] (the page reads File objects before posting). The folder is written to the
 // module's file system under a staging name, validated whole, and only then registered; an invalid folder is
 // removed again (nothing of it stays) and rejected with INVALID_MODEL_FOLDER.
-function register(args) {
+async function register(args) {
   const modelId = args.modelId;
   if (!modelId) throw engineError('BAD_REQUEST', 'registerModel: modelId is required', {field: 'modelId'});
-  const files = args.files || [];
+  const files = (args.files || []).map((f) => ({name: String(f.name).split('/').pop(), data: f.data}))
+    .filter((f) => !f.name.endsWith('-webgpu.wasm'));  // an MLC folder's model library: not needed here
   if (!files.length) throw engineError('INVALID_MODEL_FOLDER', 'registerModel: no files', {problem: 'empty'});
   const FS = core.FS;
   try { FS.mkdir('/models'); } catch (e) { /* exists */ }
   const staging = '/models/.staging-' + safeName(modelId);
   rmTree(staging);
   FS.mkdir(staging);
-  for (const f of files) {
-    const base = String(f.name).split('/').pop();
-    if (base.endsWith('-webgpu.wasm')) continue;  // an MLC folder's model library: not needed here
-    FS.writeFile(staging + '/' + base, new Uint8Array(f.data));
-  }
+  for (const f of files) FS.writeFile(staging + '/' + f.name, new Uint8Array(f.data));
   let v;
   try {
     v = call('ewgpu_web_validate_folder', ['string'], [staging]);
@@ -134,7 +209,8 @@ function register(args) {
   const rec = {modelId, model: args.model || LOCAL_BASE + encodeURIComponent(modelId) + '/', dir,
     files: FS.readdir(dir).filter((n) => n !== '.' && n !== '..'), weight_bytes: v.weight_bytes};
   registered.set(modelId, rec);
-  return {modelId, model: rec.model, files: rec.files, weight_bytes: v.weight_bytes};
+  const cached = args.persist === false ? false : await cachePut(rec, files);
+  return {modelId, model: rec.model, files: rec.files, weight_bytes: v.weight_bytes, cache: cached ? 'cached' : 'absent'};
 }
 
 function listFiles(dir) {
@@ -144,10 +220,14 @@ function listFiles(dir) {
 const ops = {
   init: (a) => init(a),
   register: (a) => register(a),
-  load: (a) => {
+  load: async (a) => {
     const rec = registered.get(a.modelId);
     if (!rec) throw engineError('UNKNOWN_MODEL', 'model ' + a.modelId + ' is not registered (registerModel first)',
       {model: a.modelId, field: 'model'});
+    if (!rec.dir) {
+      post({type: 'progress', model: a.modelId, stage: 'cache', fraction: 0.05});
+      await materialize(rec);
+    }
     const info = call('ewgpu_web_load', ['string', 'string', 'string'], [rec.dir, a.modelId, JSON.stringify(a.options || {})]);
     post({type: 'progress', model: a.modelId, stage: 'ready', fraction: 1});
     return info;
@@ -167,8 +247,15 @@ const ops = {
     return r;
   },
   state: () => call('ewgpu_web_state', [], []),
-  registered: () => [...registered.values()].map((r) => ({modelId: r.modelId, model: r.model, files: listFiles(r.dir),
-    weight_bytes: r.weight_bytes})),
+  registered: async () => {
+    const out = [];
+    for (const r of registered.values()) {
+      out.push({modelId: r.modelId, model: r.model, files: r.files, weight_bytes: r.weight_bytes,
+        cache: await cacheState(r), inMemory: !!(r.dir && listFiles(r.dir))});
+    }
+    return out;
+  },
+  delete: (a) => deleteModel(a.modelId),
   probe: async (a) => {
     if (!self.navigator || !navigator.gpu) return {webgpu: false};
     const ad = adapter || await navigator.gpu.requestAdapter();

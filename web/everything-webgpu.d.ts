@@ -28,13 +28,18 @@ export interface ModelRegistration {
   /** Base URL; local folders get https://local-model.invalid/<modelId>/ (never fetched). */
   model?: string;
   files: ReadonlyArray<File | ModelFile>;
+  /** Keep the folder in Cache Storage (WebLLM's scopes and keys) for the next page load (default true). */
+  persist?: boolean;
 }
 
 export interface RegisteredModel {
   modelId: string;
   model: string;
-  files: string[] | null;
+  files: string[];
   weight_bytes: number;
+  /** Whether its files are in Cache Storage. */
+  cache: 'cached' | 'partial' | 'absent';
+  inMemory?: boolean;
 }
 
 export interface LoadOptions {
@@ -159,6 +164,7 @@ export declare class ScheduledEngine {
   cancel(job: number | ChunkStream): Promise<{cancelled: number}>;
   interruptGenerate(): Promise<void>;
   listModels(): Promise<RegisteredModel[]>;
+  deleteModel(modelId: string): Promise<{deleted: boolean}>;
   state(): Promise<Record<string, unknown>>;
   probe(): Promise<{webgpu: boolean} & Partial<DeviceSummary>>;
   memory(): Promise<{wasm_heap_bytes: number}>;

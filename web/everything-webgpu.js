@@ -122,7 +122,9 @@ export class ScheduledEngine {
   // A model from files: [File | {name, data: ArrayBuffer | Uint8Array}] (a drop, a directory picker, fetches).
   // The folder is validated whole inside the worker before it is registered (INVALID_MODEL_FOLDER otherwise) and
   // is given the base https://local-model.invalid/<modelId>/, which can never reach the network.
-  async registerModel({modelId, model, files}) {
+  // Registered folders are kept in Cache Storage (WebLLM's scopes and keys) unless persist is false, so a page
+  // reload lists them (cache "cached") and load() reads them back from there.
+  async registerModel({modelId, model, files, persist}) {
     if (!files || !files.length) throw new EngineError('INVALID_MODEL_FOLDER', 'registerModel: no files', {problem: 'empty'});
     const list = [];
     const transfer = [];
@@ -135,7 +137,7 @@ export class ScheduledEngine {
       list.push({name, data});
       transfer.push(data);
     }
-    const rec = await this._call('register', {modelId, model, files: list}, transfer);
+    const rec = await this._call('register', {modelId, model, files: list, persist}, transfer);
     this._models.set(modelId, rec);
     return rec;
   }
@@ -198,7 +200,10 @@ export class ScheduledEngine {
     for (const r of this._requests.values()) if (r.stream && r.stream.job) await this.cancel(r.stream.job);
   }
 
+  // Registered folders with their cache state ("cached", "partial", "absent").
   listModels() { return this._call('registered'); }
+  // Unloads the model and removes its folder from Cache Storage and from the list.
+  deleteModel(modelId) { return this._call('delete', {modelId}); }
   state() { return this._call('state'); }
   probe() { return this._call('probe'); }
   memory() { return this._call('memory'); }

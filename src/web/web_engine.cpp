@@ -354,5 +354,3 @@ __attribute__((used)) char* ewgpu_web_state() {
 }
 
 }  // extern "C"
-
-int main() { return 0; }

@@ -4,9 +4,10 @@
 //   1. registering the tiny fixture model from files, loading it;
 //   2. a greedy completion whose text equals the native engine's (build/ewgpu run, same prompt, same count);
 //   3. streaming: the chunks' text is that same text, in more than one piece, ending with finish_reason "length";
-//   4. cancel mid-stream: the stream ends early with finish_reason "abort";
+//   4. cancel mid-stream: the stream ends early with finish_reason "abort"; session supersession;
 //   5. an invalid folder (a missing shard) rejected with INVALID_MODEL_FOLDER and not registered;
 //   6. no pipeline bound more than 8 storage buffers (Firefox's cap);
+//   7. Cache Storage holds the folder under WebLLM's scopes/keys; 8. after a reload it is listed as cached and runs;
 // and writes screenshots of the demo page (after load, after a streamed answer) to --out.
 // Exit status 0 = pass, 1 = fail, 77 = skipped (chromium or the web bundle missing; CTest's SKIP_RETURN_CODE).
 //   node tests/web/browser_test.mjs --web build/web --ewgpu build/ewgpu --fixture tests/fixtures/qwen3_tiny/q4f16_1
@@ -51,8 +52,8 @@ if (native.status !== 0) {
   check(false, 'native ewgpu run');
   process.exit(1);
 }
-const nativeJson = JSON.parse(native.stdout.trim().split('\n').filter((l) => l.startsWith('{')).pop());
-const nativeText = nativeJson.text ?? nativeJson.completion ?? nativeJson.output;
+const nativeJson = JSON.parse(native.stdout.slice(native.stdout.indexOf('{')));
+const nativeText = nativeJson.text;
 check(typeof nativeText === 'string' && nativeText.length > 0, 'native text', nativeText);
 
 const fixtureFiles = fs.readdirSync(fixture).filter((n) => n !== 'reference.json');
@@ -141,6 +142,20 @@ try {
   check(c.finish === 'abort' && c.usage && c.usage.completion_tokens < 200 && c.cancelled.cancelled === 1,
     'cancel mid-stream ends the job early (finish_reason abort)', c);
 
+  // 4b. session supersession: a new job of the same session ends the unfinished one as superseded.
+  const sup = await page.evaluate(async ({prompt}) => {
+    const e = window.demo.engine;
+    const a = await e.completions.create({prompt, max_tokens: 200, temperature: 0, stream: true, session: 'tab-1'});
+    await a.next();  // a is running
+    const b = await e.completions.create({prompt, max_tokens: 4, temperature: 0, session: 'tab-1'});
+    let finish = null;
+    for await (const c of a) if (c.choices[0] && c.choices[0].finish_reason) finish = c.choices[0].finish_reason;
+    return {a: a.response && a.response.ewgpu && a.response.ewgpu.outcome, aTokens: a.response && a.response.usage.completion_tokens,
+      finish, b: b.ewgpu && b.ewgpu.outcome, bTokens: b.usage.completion_tokens};
+  }, {prompt: PROMPT});
+  check(sup.a === 'superseded' && sup.aTokens < 200 && sup.b === 'completed' && sup.bTokens === 4,
+    'a job of the same session supersedes the running one', sup);
+
   // 5. an invalid folder: the shard missing.
   const bad = await page.evaluate(async ({names}) => {
     const files = [];
@@ -165,6 +180,18 @@ try {
   check(st.max_storage_bindings > 0 && st.max_storage_bindings <= 8, 'no pipeline binds more than 8 storage buffers',
     {most: st.max_storage_bindings, kernels: Object.keys(st.storage_bindings_per_kernel || {}).length});
 
+  // 7. Cache Storage: the folder under WebLLM's scopes and keys, nothing of the rejected one; a reload finds it.
+  const keys = await page.evaluate(async () => {
+    const out = {};
+    for (const scope of ['webllm/model', 'webllm/config']) out[scope] = (await (await caches.open(scope)).keys()).map((r) => r.url);
+    return out;
+  });
+  const lbase = 'https://local-model.invalid/qwen3-tiny/';
+  check(keys['webllm/model'].includes(lbase + 'params_shard_0.bin') && keys['webllm/model'].includes(lbase + 'tensor-cache.json') &&
+    keys['webllm/config'].includes(lbase + 'mlc-chat-config.json') && keys['webllm/config'].includes(lbase + 'tokenizer.json') &&
+    ![...keys['webllm/model'], ...keys['webllm/config']].some((u) => u.includes('/broken/')),
+  'Cache Storage holds the folder under WebLLM\'s scopes and keys, and nothing of the rejected one', keys);
+
   // The demo page after a streamed answer (its own Send button).
   await page.fill('#max', String(TOKENS));
   await page.click('#send');
@@ -172,6 +199,30 @@ try {
   const shown = await page.evaluate(() => document.getElementById('out').textContent);
   check(shown === nativeText, 'the demo page shows the same streamed text', shown);
   await page.screenshot({path: path.join(outDir, 'demo-chat.png')});
+
+  // 8. a page reload finds the model cached and runs it from Cache Storage (same greedy text).
+  await page.reload();
+  await page.waitForFunction(() => document.body.dataset.ready, null, {timeout: 60000});
+  const again = await page.evaluate(async ({prompt, n}) => {
+    const e = window.demo.engine;
+    const list = await e.listModels();
+    const rec = list.find((m) => m.modelId === 'qwen3-tiny');
+    const t = performance.now();
+    await e.load('qwen3-tiny', {rows: 1});
+    const loadMs = performance.now() - t;
+    const resp = await e.completions.create({prompt, max_tokens: n, temperature: 0});
+    return {cache: rec && rec.cache, inMemory: rec && rec.inMemory, loadMs, text: resp.choices[0].text};
+  }, {prompt: PROMPT, n: TOKENS});
+  check(again.cache === 'cached' && again.inMemory === false && again.text === nativeText,
+    'after a reload the model is listed as cached and runs from Cache Storage', again);
+  const gone = await page.evaluate(async () => {
+    const e = window.demo.engine;
+    const d = await e.deleteModel('qwen3-tiny');
+    const model = (await (await caches.open('webllm/model')).keys()).map((r) => r.url);
+    return {d, listed: (await e.listModels()).map((m) => m.modelId), model};
+  });
+  check(gone.d.deleted && !gone.listed.includes('qwen3-tiny') && !gone.model.some((u) => u.includes('/qwen3-tiny/')),
+    'deleteModel removes it from the list and from Cache Storage', gone);
   console.log(`screenshots in ${outDir}`);
 } catch (e) {
   console.log(`FAIL exception: ${e && e.stack || e}`);
