@@ -13,9 +13,9 @@
 //   node tests/web/browser_test.mjs --web build/web --ewgpu build/ewgpu --fixture tests/fixtures/qwen3_tiny/q4f16_1
 import {spawnSync} from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import {createRequire} from 'node:module';
+import {openBrowser, serve} from './harness.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
   if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1]]);
@@ -57,33 +57,11 @@ const nativeText = nativeJson.text;
 check(typeof nativeText === 'string' && nativeText.length > 0, 'native text', nativeText);
 
 const fixtureFiles = fs.readdirSync(fixture).filter((n) => n !== 'reference.json');
-const types = {'.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html',
-  '.json': 'application/json', '.ts': 'text/plain'};
-const server = http.createServer((req, res) => {
-  const url = new URL(req.url, 'http://x');
-  let file;
-  if (url.pathname.startsWith('/fixture/')) file = path.join(fixture, path.basename(url.pathname));
-  else file = path.join(webDir, path.normalize(url.pathname === '/' ? '/index.html' : url.pathname));
-  if (!file.startsWith(webDir) && !file.startsWith(fixture)) { res.writeHead(403); res.end(); return; }
-  fs.readFile(file, (err, data) => {
-    if (err) { res.writeHead(404); res.end(); return; }
-    res.writeHead(200, {'Content-Type': types[path.extname(file)] || 'application/octet-stream', 'Cache-Control': 'no-store'});
-    res.end(data);
-  });
-});
-await new Promise((r) => server.listen(0, '127.0.0.1', r));
-const base = `http://127.0.0.1:${server.address().port}/`;
-
-const flags = ['--no-sandbox', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync', '--enable-unsafe-webgpu', '--enable-features=Vulkan',
-  '--use-webgpu-adapter=swiftshader', '--enable-unsafe-swiftshader'];
+const {server, base} = await serve(webDir, fixture);
 fs.mkdirSync(outDir, {recursive: true});
-// A kept profile (--profile) keeps Chromium's compiled-shader cache between runs: SwiftShader compiles each
-// pipeline for seconds, so a second run loads much faster. Cache Storage and the like are not used by the checks.
-const launch = {executablePath: chromium, headless: true, args: flags, viewport: {width: 1000, height: 820}};
-const plain = args.profile ? null : await pw.chromium.launch(launch);
-const browser = plain ? await plain.newContext({viewport: launch.viewport})
-  : await pw.chromium.launchPersistentContext(path.resolve(args.profile), launch);
+// A kept profile (--profile) keeps Chromium's shader cache between runs; what the checks put in Cache Storage is
+// deleted again at the end (check 8), and a registration overwrites a leftover of an interrupted run.
+const {context: browser, close} = await openBrowser(pw, chromium, args.profile);
 try {
   const page = await browser.newPage();
   page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') console.log(`[page ${m.type()}] ${m.text()}`); });
@@ -228,8 +206,7 @@ try {
   console.log(`FAIL exception: ${e && e.stack || e}`);
   failures++;
 } finally {
-  await browser.close();
-  if (plain) await plain.close();
+  await close();
   server.close();
 }
 console.log(failures ? `${failures} check(s) failed` : 'all checks passed');
