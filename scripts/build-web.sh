@@ -50,7 +50,7 @@ build_dep() {  # name version cmake-args...
   rm -rf "$DEPS/src/$name-$version" "$DEPS/build-$name"
   tar -C "$DEPS/src" -xzf "$DEPS/src/${name}_${version}.orig.tar.gz"
   emcmake cmake -S "$DEPS/src/$name-$version" -B "$DEPS/build-$name" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_INSTALL_PREFIX="$DEPS/install" -DBUILD_SHARED_LIBS=OFF "$@" >/dev/null
+    -DCMAKE_INSTALL_PREFIX="$DEPS/install" -DBUILD_SHARED_LIBS=OFF "$@" > "$DEPS/configure-$name.log" 2>&1 || { cat "$DEPS/configure-$name.log"; exit 1; }
   cmake --build "$DEPS/build-$name" >/dev/null
   cmake --install "$DEPS/build-$name" >/dev/null
   touch "$DEPS/install/.$name-$version"
@@ -64,7 +64,11 @@ build_dep utf8proc 2.8.0 -DUTF8PROC_INSTALL=ON -DUTF8PROC_ENABLE_TESTING=OFF
 mkdir -p "$DEPS/include"
 [ -d "$DEPS/include/nlohmann" ] || cp -r /usr/include/nlohmann "$DEPS/include/"
 
+# ccache, where the machine has it, works with em++ as with the native compilers (a rebuild in another checkout is
+# then cheap; it is not required).
+launcher=()
+if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache); fi
 emcmake cmake -S . -B build/web-cmake -G Ninja -DEWGPU_WEB=ON -DEWGPU_WEB_DEPS="$DEPS" \
-  -DCMAKE_BUILD_TYPE="${EWGPU_WEB_BUILD_TYPE:-Release}" >/dev/null
+  -DCMAKE_BUILD_TYPE="${EWGPU_WEB_BUILD_TYPE:-Release}" "${launcher[@]}" > "$DEPS/configure-web.log" 2>&1 || { cat "$DEPS/configure-web.log"; exit 1; }
 cmake --build build/web-cmake
 ls -l build/web
