@@ -136,7 +136,9 @@ Result<GemvOp> GemvOp::createBatched(gpu::Context& ctx, const LinearWeights& w, 
   if (!cfg.active) return makeError(ErrorCode::kInternal, "a batched gemv needs the active-rows buffer");
   if (w.K % 32) return makeError(ErrorCode::kInternal, "gemv K must be a multiple of 32", {{"K", w.K}});
   const DeviceInfo& d = ctx.info();
-  const uint32_t bt = std::min(cfg.batch_tile ? cfg.batch_tile : 16u, cfg.batch);
+  // One tile size for every batch (rows past the active count are skipped): engines of 3, 8 or 32 rows share
+  // their pipelines.
+  const uint32_t bt = cfg.batch_tile ? cfg.batch_tile : 16u;
   // Lanes per row: 8 on GPUs (a warp then covers 4 rows of 32 contiguous bytes each, and a workgroup 32 thread
   // groups, so a staged activation tile serves many weight rows); the subgroup width where it is smaller.
   uint32_t tpr = cfg.tpr;

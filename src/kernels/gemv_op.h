@@ -42,7 +42,7 @@ struct GemvConfig {
   // batch > 1: u32 [1] holding the active rows of the step (rows 0..active-1 are computed, written on the GPU
   // queue before the submission; record() gets the same count for the grid).
   const gpu::Buffer* active = nullptr;
-  uint32_t batch_tile = 0;          // activation rows per workgroup of gemv_batch (0: min(batch, 16))
+  uint32_t batch_tile = 0;          // activation rows per workgroup of gemv_batch (0: 16)
 };
 
 class GemvOp {
