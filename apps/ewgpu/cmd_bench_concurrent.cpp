@@ -121,7 +121,7 @@ std::string kernelFamily(const std::string& kernel) {
 // kernel family and in all. Writes the rows' state first (repeated dispatches repeat their side effects, so the
 // state is rewritten per call).
 Result<std::pair<double, std::map<std::string, double>>> profileStep(LocalEngine& e, uint32_t rows, uint32_t pos,
-                                                                       uint32_t repeat) {
+                                                                     uint32_t repeat) {
   Forward& f = *e.forward;
   SamplingParams sp;
   sp.temperature = 0;
@@ -295,7 +295,8 @@ int runBenchConcurrent(const ConcurrentFlags& f) {
   if (f.fp32_tflops > 0) std::printf(", %.1f FP32 TFLOP/s", f.fp32_tflops);
   if (f.int8_tops > 0) std::printf(", %.1f int8 TOP/s", f.int8_tops);
   std::printf(" (given), %.0f multiply-adds per token\n\n", macs);
-  std::printf("| streams | aggregate tok/s | per-stream tok/s | vs 1 stream | MB weights / token | ceiling tok/s | of ceiling |\n");
+  std::printf("| streams | aggregate tok/s | per-stream tok/s | vs 1 stream | MB weights / token | ceiling tok/s "
+              "| of ceiling |\n");
   std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   for (const auto& r : table)
     std::printf("| %u | %.1f | %.1f | %.2fx | %.1f | %.0f | %.1f%% |\n", r.streams, r.aggregate_tok_s,
@@ -304,10 +305,16 @@ int runBenchConcurrent(const ConcurrentFlags& f) {
   if (!timestamps) {
     std::printf("\nGPU time by kernel family: not available (the adapter has no timestamp queries)\n");
   } else {
-    std::printf("\nGPU ms of one decode step by kernel family (every row active at position %u; each dispatch in a pass of its own)\n", pos);
-    std::printf("| streams | total | gemv | attention | gdn | embed | sample |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    std::printf("\nGPU ms of one decode step by kernel family (every row active at position %u; each dispatch in a "
+                "pass of its own)\n",
+                pos);
+    std::printf("| streams | total | gemv | attention | gdn | embed | sample |\n");
+    std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (size_t i = 0; i < table.size(); ++i) {
-      auto fam = [&](const char* k) { auto it = prof[i].second.find(k); return it == prof[i].second.end() ? 0.0 : it->second; };
+      auto fam = [&](const char* k) {
+        auto it = prof[i].second.find(k);
+        return it == prof[i].second.end() ? 0.0 : it->second;
+      };
       std::printf("| %u | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f |\n", table[i].streams, prof[i].first, fam("gemv"),
                   fam("attention"), fam("gdn"), fam("embed"), fam("sample"));
     }

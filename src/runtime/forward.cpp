@@ -57,8 +57,12 @@ Result<std::unique_ptr<Forward>> Forward::create(gpu::Context& ctx, const GpuMod
                           (uint64_t)o.slots * slotBytes(c, f->ctx_len_);
     if (need > budget)
       return makeError(ErrorCode::kOutOfMemory, "the decode rows do not fit the device memory",
-                       {{"rows", o.max_batch}, {"slots", o.slots}, {"context", f->ctx_len_}, {"bytes", need},
-                        {"budget", budget}, {"rows_that_fit", rowsThatFit(c, f->ctx_len_, model.weight_bytes, budget)}});
+                       {{"rows", o.max_batch},
+                        {"slots", o.slots},
+                        {"context", f->ctx_len_},
+                        {"bytes", need},
+                        {"budget", budget},
+                        {"rows_that_fit", rowsThatFit(c, f->ctx_len_, model.weight_bytes, budget)}});
   }
   EWGPU_TRY(f->createBuffers());
   // Every pipeline of the model compiles on Dawn's worker threads while the ops are built; on a CPU adapter
@@ -85,8 +89,9 @@ uint64_t Forward::slotBytes(const ModelConfig& c, uint32_t context) {
 uint64_t Forward::fixedBytes(const ModelConfig& c, uint32_t rows, uint32_t context, uint32_t prefill_chunk) {
   const kernels::GdnDims gd = gdnDims(c);
   const uint64_t qd = (uint64_t)c.n_heads * c.head_dim;
-  const uint64_t mixw = std::max<uint64_t>(qd, c.arch == Arch::kQwen3_5 ? gd.outWidth() : 0);
-  const uint64_t projw = c.arch == Arch::kQwen3_5 ? gd.projWidth() : 1, prepw = c.arch == Arch::kQwen3_5 ? gd.prepWidth() : 1;
+  const bool gdn = c.arch == Arch::kQwen3_5;
+  const uint64_t mixw = std::max<uint64_t>(qd, gdn ? gd.outWidth() : 0);
+  const uint64_t projw = gdn ? gd.projWidth() : 1, prepw = gdn ? gd.prepWidth() : 1;
   const uint64_t per_token = (uint64_t)c.hidden * 2 + attnWidth(c) + projw + mixw + c.intermediate + prepw + qd;
   const uint64_t per_row = (uint64_t)c.vocab + c.hidden + attnWidth(c) + projw + mixw + c.intermediate + prepw +
                            (uint64_t)c.n_heads * 16 * (c.head_dim + 4);  // attention partials at most

@@ -2,9 +2,10 @@
 // (per sequence slot), the sampling buffers and all kernel ops (pipelines and bind groups made once here), and
 // records two kinds of work into a Recorder:
 //   - one decode step for the active rows [0, rows) of the batch (rows ≤ max_batch, set per submission by the
-//     executor, which keeps the active sequences compacted into the first rows; a row names its slot): embed the token each row sampled last (still on the GPU)
-//     at the row's position, all layers, final norm + lm_head, sample. K steps are recorded back to back with no
-//     CPU round trip; the rows buffer carries slot, position, activity and the sampled token between them.
+//     executor, which keeps the active sequences compacted into the first rows; a row names its slot): embed
+//     the token each row sampled last (still on the GPU) at the row's position, all layers, final norm +
+//     lm_head, sample. K steps are recorded back to back with no CPU round trip; the rows buffer carries slot,
+//     position, activity and the sampled token between them.
 //   - one prefill chunk of T tokens of the sequence described by the prefill row (its own rows buffer), with
 //     GEMMs instead of GEMVs; the last chunk also computes the last token's logits, samples the first generated
 //     token and copies it into the sequence's decode row.
