@@ -69,7 +69,7 @@ class Pending {
 struct EngineOptions {
   std::string adapter;       // "" = $EWGPU_ADAPTER or "auto"; "gpu"; "swiftshader"
   std::string cache_dir;     // the model store ("" = $EWGPU_CACHE_DIR or the XDG cache)
-  uint32_t rows = 4;         // decode rows built per model (1..8): the most sequences one model decodes at once
+  uint32_t rows = 4;         // decode rows built per model (1..32): the most sequences one model decodes at once
   uint32_t decode_steps = 16;  // K decode steps per GPU submission (live: configure)
   uint32_t max_steps = 32;     // the largest K configure() may set later
   // A decode submission is cut to about this much GPU time (fewer than K steps when steps are slow: many rows,

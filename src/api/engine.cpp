@@ -161,8 +161,9 @@ void Engine::Impl::driverLoop() {
 }
 
 Result<std::unique_ptr<Engine>> Engine::create(EngineOptions opts) {
-  if (opts.rows < 1 || opts.rows > 8)
-    return makeError(ErrorCode::kBadRequest, "rows must be 1..8", {{"field", "rows"}, {"value", opts.rows}});
+  if (opts.rows < 1 || opts.rows > kMaxDecodeRows)
+    return makeError(ErrorCode::kBadRequest, "rows must be 1.." + std::to_string(kMaxDecodeRows),
+                     {{"field", "rows"}, {"value", opts.rows}});
   if (opts.max_steps < 1 || opts.max_steps > 64)
     return makeError(ErrorCode::kBadRequest, "max_steps must be 1..64", {{"field", "max_steps"}, {"value", opts.max_steps}});
   if (opts.decode_steps < 1 || opts.decode_steps > opts.max_steps)
