@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <functional>
 #include <map>
 #include <memory>
@@ -144,9 +146,13 @@ void checkBatch(Model& m, Forward& fwd, uint32_t rows, const std::vector<std::ve
 // Rows 1 against its prompts alone in the same one-row Forward; rows 3, 8 and 32 against the prompts alone in the
 // three-row Forward (the batched kernels compute a row the same way whatever the engine's rows, so this also
 // checks that engines of 8 and 32 rows give the same tokens as one of 3).
+// A one-row engine has pipelines of its own (batch 1's GEMV), about 40 s per architecture on SwiftShader: CI runs
+// rows 1 for the hybrid (whose GDN state a reused row must clear) and EWGPU_BATCH_TEST_FULL=1 for all five.
 TEST_P(BatchTest, EverySequenceInABatchMatchesItselfAlone) {
   Model& m = model(GetParam());
+  const bool full = std::getenv("EWGPU_BATCH_TEST_FULL") || std::string(GetParam()) == "qwen3_5";
   for (uint32_t rows : {1u, 3u, 8u, 32u}) {
+    if (rows == 1 && !full) continue;
     SCOPED_TRACE("rows " + std::to_string(rows));
     static std::vector<std::vector<int32_t>> solo;
     auto fwd = forward(m, rows);
