@@ -138,20 +138,31 @@ Result<GemvOp> GemvOp::createBatched(gpu::Context& ctx, const LinearWeights& w, 
   const DeviceInfo& d = ctx.info();
   // One tile size for every batch (rows past the active count are skipped): engines of 3, 8 or 32 rows share
   // their pipelines.
-  const uint32_t bt = cfg.batch_tile ? cfg.batch_tile : 16u;
+  // EWGPU_GEMVB_BT / _TPR / _RPT / _KT override the defaults below (tuning sweeps on a new GPU).
+  auto knob = [](const char* name) -> uint32_t {
+    const char* v = std::getenv(name);
+    return v ? (uint32_t)std::strtoul(v, nullptr, 10) : 0;
+  };
+  // The tile: 16 rows on CPU adapters; 4 on GPUs, where more workgroups beat more reuse per weight word (H200,
+  // Llama-3.2-1B shape, 1 / 8 / 32 streams: 86 / 371 / 560 tok/s with 16 rows and 4 weight rows per thread group,
+  // 336 / 962 / 1013 with 4 and 1; docs/measurements/h200-run12/).
+  const bool cpu = d.cpuAdapter();
+  const uint32_t bt = cfg.batch_tile ? cfg.batch_tile : knob("EWGPU_GEMVB_BT") ? knob("EWGPU_GEMVB_BT") : cpu ? 16u : 4u;
   // Lanes per row: 8 on GPUs (a warp then covers 4 rows of 32 contiguous bytes each, and a workgroup 32 thread
   // groups, so a staged activation tile serves many weight rows); the subgroup width where it is smaller.
-  uint32_t tpr = cfg.tpr;
+  uint32_t tpr = cfg.tpr ? cfg.tpr : knob("EWGPU_GEMVB_TPR");
   if (!tpr) tpr = d.subgroups ? std::clamp<uint32_t>(d.subgroup_min_size, 4, 8) : 8;
   const bool sg = d.subgroups && tpr <= d.subgroup_min_size;
   const uint32_t halves = cfg.epi == Epilogue::kSwiGlu ? 2 : 1;
   // Weight rows per thread group: as many as the 64 accumulators allow, at most 4.
-  uint32_t rpt = cfg.rpt ? cfg.rpt : std::clamp<uint32_t>(64 / (halves * bt), 1, 4);
+  uint32_t rpt = cfg.rpt ? cfg.rpt : knob("EWGPU_GEMVB_RPT");
+  if (!rpt) rpt = cpu ? std::clamp<uint32_t>(64 / (halves * bt), 1, 4) : 1;
   if (halves * rpt * bt > 64)
     return makeError(ErrorCode::kInternal, "gemv_batch: too many accumulators", {{"rpt", rpt}, {"batch_tile", bt}});
   // K tile: a multiple of 8 · tpr (every lane has a word) with the staged tile within 16 KB, at most K rounded up.
   const uint32_t step = 8 * tpr;
   uint32_t kt = std::max<uint32_t>(step, 16384 / (4 * bt) / step * step);
+  if (uint32_t k = knob("EWGPU_GEMVB_KT")) kt = std::max<uint32_t>(step, k / step * step);
   kt = std::min(kt, (w.K + step - 1) / step * step);
   if (bt * kt * 4 + 256 * 4 + 128 > d.max_compute_workgroup_storage_size)
     return makeError(ErrorCode::kInternal, "gemv_batch: tile does not fit workgroup memory", {{"kt", kt}});
