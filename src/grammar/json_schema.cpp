@@ -12,7 +12,7 @@ namespace {
 using json = nlohmann::json;
 using B = GrammarBuilder;
 
-constexpr int kMaxWhitespace = 16;
+constexpr int kMaxIndent = 16;
 constexpr int kMaxIntDigits = 16, kMaxFracDigits = 16, kMaxExpDigits = 3;
 constexpr int64_t kMaxArrayBound = 256;    // minItems / maxItems expand to that many rules
 constexpr int64_t kMaxStringBound = 4096;  // minLength / maxLength
@@ -62,8 +62,12 @@ class Compiler {
     shared_[name] = s;
     return s;
   }
+  // Between lexemes: nothing, one space, or a newline and an indent of up to 16 spaces (pretty-printed JSON).
   Sym ws() {
-    return cached("ws", [&] { return b_.repeat("ws", one(ByteSet{}.add(' ').add('\t').add('\n').add('\r')), 0, kMaxWhitespace); });
+    return cached("ws", [&] {
+      Sym indent = b_.repeat("indent", B::literal(" "), 0, kMaxIndent);
+      return b_.choice("ws", {{}, B::literal(" "), {B::byte('\n'), indent}});
+    });
   }
   Sym hex() {
     return cached("hex", [&] { return b_.choice("hex", {one(range('0', '9').add('a', 'f').add('A', 'F'))}); });

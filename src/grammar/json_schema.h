@@ -6,7 +6,7 @@
 //     constraint would let through output the schema rejects. Annotations (title, description, default, ...)
 //     constrain nothing and are accepted.
 // Subsets chosen on purpose (every output still validates against the schema):
-//   - whitespace between tokens is at most 16 bytes of space, tab, CR or LF at each place;
+//   - whitespace between lexemes is nothing, one space, or a newline and up to 16 spaces (no tabs, no CR);
 //   - numbers have at most 16 integer digits, 16 fraction digits and 3 exponent digits;
 //   - properties come in the order of the schema object's keys (nlohmann::json keeps them sorted by name),
 //     each at most once; with `properties` and no `additionalProperties`, no other property is written.

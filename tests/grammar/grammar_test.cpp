@@ -101,6 +101,8 @@ TEST(JsonMatcher, ObjectWithRequiredAndOptionalProperties) {
   EXPECT_TRUE(accepts(c, R"({"age":-12,"name":"x","ok":true})"));
   EXPECT_TRUE(accepts(c, R"({ "age" : 0 , "name" : "" })"));
   EXPECT_TRUE(accepts(c, "{\n  \"name\": \"a\",\n  \"ok\": false\n}"));
+  EXPECT_FALSE(accepts(c, "{\t\"name\":\"a\"}"));       // whitespace: one space, or a newline and spaces
+  EXPECT_FALSE(accepts(c, "{  \"name\":\"a\"}"));
   EXPECT_FALSE(accepts(c, R"({})"));                      // name is required
   EXPECT_FALSE(accepts(c, R"({"name":"a",})"));           // trailing comma
   EXPECT_FALSE(accepts(c, R"({"age":01,"name":"a"})"));   // leading zero
