@@ -51,6 +51,7 @@ Executor::Executor(gpu::Context& ctx, Forward& fwd, const Tokenizer* tok, uint32
   else if (!b) init_ = std::move(b).error();
   else if (!c) init_ = std::move(c).error();
   else {
+    mask_host_.assign(sampleMaskWords((uint32_t)fwd.model().config.vocab), 0);
     rb_out_[0] = std::move(*a);
     rb_out_[1] = std::move(*b);
     rb_pout_ = std::move(*c);
@@ -79,6 +80,9 @@ Status Executor::start(uint32_t r, RowRequest req) {
   if (r >= rows_.size() || rows_[r].used)
     return makeError(ErrorCode::kInternal, "row is not free", {{"row", r}, {"rows", rows_.size()}});
   EWGPU_TRY(checkRowRequest(req, ctx_len, vocab));
+  if (req.grammar && (!req.grammar->vocab || req.grammar->vocab->size() > (uint32_t)vocab))
+    return makeError(ErrorCode::kInternal, "the grammar's vocabulary does not fit the model's", {{"field", "response_format"}});
+  req.sampling.token_mask = req.grammar != nullptr;
   req.sampling.max_tokens = std::min<uint32_t>(req.sampling.max_tokens, ctx_len - (uint32_t)req.prompt.size());
   Row& row = rows_[r];
   const uint32_t gen = row.gen + 1;
@@ -87,6 +91,7 @@ Status Executor::start(uint32_t r, RowRequest req) {
   row.used = true;
   row.req = std::move(req);
   if (tok_) row.detok.emplace(*tok_);
+  if (row.req.grammar) row.matcher = std::make_unique<grammar::Matcher>(row.req.grammar);
   // The GPU row is inactive until its last prefill chunk samples the first token (queued after any work still
   // in flight for the row's previous sequence, which therefore finishes first).
   uint32_t words[Forward::kRowWords] = {r, 0, 0, 0, 0, 0, 0, 0};
@@ -102,6 +107,7 @@ std::string Executor::stop(uint32_t r) {
   row.used = false;
   row.detok.reset();
   row.pending.clear();
+  row.matcher.reset();
   return tail;
 }
 
@@ -140,6 +146,7 @@ void Executor::failAll() {
   for (auto& r : rows_) {
     r.used = false;
     r.detok.reset();
+    r.matcher.reset();
   }
 }
 
@@ -155,6 +162,10 @@ uint32_t Executor::decodeNeed() const {
   for (uint32_t r = 0; r < rows_.size(); ++r) {
     const Row& row = rows_[r];
     if (!row.used || !(row.decoding || row.last_issued)) continue;
+    if (row.matcher) {  // one step, and only once its last token is back (its mask depends on it)
+      if (row.decoding && !row.grammar_busy && row.sampled < row.req.sampling.max_tokens) need = std::max(need, 1u);
+      continue;
+    }
     int64_t left = (int64_t)row.req.sampling.max_tokens - row.sampled - (row.decoding ? 0 : 1);
     for (const auto& f : in_flight_)
       if (!f.prefill && f.gens[r] == (int64_t)row.gen) left -= f.steps;
@@ -215,10 +226,14 @@ Status Executor::issuePrefill(uint32_t r) {
     encodeParams(row.req.sampling, params);
     ctx_.write(fwd_.params(), (uint64_t)r * sizeof params, params, sizeof params);
   }
-  if (last) {  // the prefill sampler reads its own parameter row
+  if (last) {  // the prefill sampler reads its own parameter row (and mask)
     uint32_t params[Forward::kParamWords];
     encodeParams(row.req.sampling, params);
     ctx_.write(fwd_.prefillParams(), 0, params, sizeof params);
+    if (row.matcher) {
+      writeMask(row, fwd_.prefillMask(), 0);
+      row.grammar_busy = true;
+    }
   }
   uint32_t prow[Forward::kRowWords] = {slot, row.prefilled, 1, 0, 0, 0, 0, 0};
   uint32_t meta[4] = {T, slot, 0, 0};
@@ -259,12 +274,18 @@ Status Executor::issueDecode(uint32_t need) {
   f.issued = std::chrono::steady_clock::now();
   f.gens.assign(B, -1);
   for (uint32_t b = 0; b < B; ++b) {
-    const Row& row = rows_[b];
-    const bool ours = row.used && (row.decoding || row.last_issued);
+    Row& row = rows_[b];
+    bool ours = row.used && (row.decoding || row.last_issued);
+    if (row.matcher) ours = row.used && row.decoding && !row.grammar_busy;
     if (ours) f.gens[b] = row.gen;
-    uint32_t zero = 0;
+    uint32_t zero = 0, one = 1;
     ctx_.write(fwd_.rows(), ((uint64_t)b * Forward::kRowWords + kRowOutIndex) * 4, &zero, 4);
     if (!ours) ctx_.write(fwd_.rows(), ((uint64_t)b * Forward::kRowWords + kRowActive) * 4, &zero, 4);
+    if (ours && row.matcher) {  // paused by the sampler after its last token: its next mask, then on again
+      writeMask(row, fwd_.mask(), (uint64_t)b * mask_host_.size());
+      ctx_.write(fwd_.rows(), ((uint64_t)b * Forward::kRowWords + kRowActive) * 4, &one, 4);
+      row.grammar_busy = true;
+    }
   }
   for (const auto& g : in_flight_)
     if (!g.prefill && g.buf == f.buf) f.buf = 1;
@@ -302,6 +323,7 @@ void Executor::consume(const InFlight& f, std::vector<RowEvent>& events) {
     Row& row = rows_[f.row];
     if (!row.used || row.gen != f.gen) return;
     row.decoding = true;
+    row.grammar_busy = false;
     RowEvent ev;
     ev.row = f.row;
     ev.first = true;
@@ -312,6 +334,7 @@ void Executor::consume(const InFlight& f, std::vector<RowEvent>& events) {
   const uint32_t kmax = fwd_.options().max_steps;
   for (uint32_t r = 0; r < rows_.size(); ++r) {
     if (f.gens[r] < 0 || !rows_[r].used || rows_[r].gen != (uint32_t)f.gens[r] || !rows_[r].decoding) continue;
+    rows_[r].grammar_busy = false;
     RowEvent ev;
     ev.row = r;
     for (uint32_t k = 0; k < f.steps && !ev.finished; ++k) {
@@ -329,6 +352,9 @@ void Executor::deliver(uint32_t r, const SampleOut& o, RowEvent& ev) {
   ++row.sampled;
   ++ev.sampled;
   if (o.finish == SampleFinish::kStop) return finishRow(r, "stop", ev);  // the stop token itself is not shown
+  // The mask allowed only tokens the grammar takes; one it does not take (a NaN logit tying with the masked
+  // ones) ends the document here rather than break it.
+  if (row.matcher && !row.matcher->acceptToken(o.token)) return finishRow(r, "stop", ev);
   ev.tokens.push_back({o.token, o.logprob, o.top});
   row.pending += row.detok ? row.detok->push(o.token) : std::string();
   // Stop strings: the earliest match ends the text there; nothing after it is shown.
@@ -341,6 +367,7 @@ void Executor::deliver(uint32_t r, const SampleOut& o, RowEvent& ev) {
   const size_t hold = heldSuffix(row.pending, row.req.stop_strings);
   ev.text += row.pending.substr(0, row.pending.size() - hold);
   row.pending.erase(0, row.pending.size() - hold);
+  if (row.matcher && row.matcher->mustEnd()) return finishRow(r, "stop", ev);  // the document is complete
   if (o.finish == SampleFinish::kLength) finishRow(r, "length", ev);
 }
 
@@ -354,8 +381,17 @@ void Executor::finishRow(uint32_t r, const std::string& reason, RowEvent& ev) {
   row.pending.clear();
   row.used = false;
   row.detok.reset();
+  row.matcher.reset();
   ev.finished = true;
   ev.finish_reason = reason;
+}
+
+void Executor::writeMask(Row& row, const gpu::Buffer& buf, uint64_t at) {
+  const auto t0 = std::chrono::steady_clock::now();
+  row.matcher->fillMask(mask_host_, row.req.sampling.stop_token_ids);
+  stats_.grammar_mask_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  ++stats_.grammar_masks;
+  ctx_.write(buf, at * 4, mask_host_.data(), mask_host_.size() * 4);
 }
 
 }  // namespace ewgpu
