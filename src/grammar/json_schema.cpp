@@ -13,7 +13,7 @@ using json = nlohmann::json;
 using B = GrammarBuilder;
 
 constexpr int kMaxIndent = 16;
-constexpr int kMaxIntDigits = 16, kMaxFracDigits = 16, kMaxExpDigits = 3;
+constexpr int kMaxIntDigits = 16, kMaxFracDigits = 16, kMaxExpDigits = 2;  // 16 digits e99 stays a finite double
 constexpr int64_t kMaxArrayBound = 256;    // minItems / maxItems expand to that many rules
 constexpr int64_t kMaxStringBound = 4096;  // minLength / maxLength
 constexpr int kMaxDepth = 64;
@@ -118,7 +118,7 @@ class Compiler {
     return cached("number", [&] {
       Sym frac = b_.optional("frac", B::cat({B::literal("."), {digits("digits{1,16}", 1, kMaxFracDigits)}}));
       Sym sign = b_.optional("exp.sign", one(ByteSet{}.add('+').add('-')));
-      Sym exp = b_.optional("exp", {B::bytes(ByteSet{}.add('e').add('E')), sign, digits("digits{1,3}", 1, kMaxExpDigits)});
+      Sym exp = b_.optional("exp", {B::bytes(ByteSet{}.add('e').add('E')), sign, digits("digits{1,2}", 1, kMaxExpDigits)});
       return b_.choice("number", {{b_.optional("minus", B::literal("-")), integerPart(), frac, exp}});
     });
   }

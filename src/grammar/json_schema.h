@@ -7,7 +7,8 @@
 //     constrain nothing and are accepted.
 // Subsets chosen on purpose (every output still validates against the schema):
 //   - whitespace between lexemes is nothing, one space, or a newline and up to 16 spaces (no tabs, no CR);
-//   - numbers have at most 16 integer digits, 16 fraction digits and 3 exponent digits;
+//   - numbers have at most 16 integer digits, 16 fraction digits and 2 exponent digits (so they stay finite
+//     doubles: 3 exponent digits let 1e999 through, which JSON.parse reads as Infinity, not a number);
 //   - properties come in the order of the schema object's keys (nlohmann::json keeps them sorted by name),
 //     each at most once; with `properties` and no `additionalProperties`, no other property is written.
 #pragma once
