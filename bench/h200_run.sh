@@ -21,7 +21,7 @@ $B/ewgpu probe | tee "$OUT/probe.txt"
 # (build-h200/tests/kernels/gemv_test, sample_test: they run the GPU's own defaults, e.g. int8 x̂ and 1024 sampling
 # threads, which SwiftShader does not).
 if [ -n "${FORWARD_TEST:-}" ]; then
-  for t in runtime/forward_test runtime/generator_test kernels/gemv_test kernels/sample_test; do
+  for t in runtime/forward_test runtime/generator_test runtime/batch_test kernels/gemv_test kernels/sample_test; do
     [ -x "$B/tests/$t" ] || continue
     $B/tests/$t 2>&1 | grep -E "^\[ +(OK|FAILED|PASSED|SKIPPED) |Failure|Expected|Which is|\[ (q8|sample) \]" |
       tee "$OUT/$(basename $t).txt"
@@ -39,8 +39,9 @@ for shape in ${SHAPES:-llama-3.2-1b qwen3-0.6b qwen2.5-1.5b qwen3.5-2b}; do
       ${DECODE_FLAGS:-} 2>&1 | tee -a "$OUT/decode-$shape.txt"
   done
   # CONCURRENT=1: the engine under concurrent callers (aggregate tok/s per stream count, interactive TTFT under load).
+  # CONCURRENT_FLAGS adds flags, e.g. "--fp32-tflops 65.4 --int8-tops 120" for the arithmetic ceiling.
   [ -z "${CONCURRENT:-}" ] || $B/ewgpu bench concurrent /tmp/m-$shape --streams ${CONCURRENT_STREAMS:-1,2,4,8} \
-    --tokens ${CONCURRENT_TOKENS:-128} 2>&1 | tee "$OUT/concurrent-$shape.txt"
+    --tokens ${CONCURRENT_TOKENS:-128} ${CONCURRENT_FLAGS:-} 2>&1 | tee "$OUT/concurrent-$shape.txt"
   [ -n "${SKIP_PREFILL:-}" ] || $B/ewgpu bench prefill /tmp/m-$shape --lengths 128,512 2>&1 | tee "$OUT/prefill-$shape.txt"
   # The CLI end to end on the real shape (random weights, so the text is noise; the timings line is the point).
   [ -n "${SKIP_RUN:-}" ] || $B/ewgpu run /tmp/m-$shape "Write a haiku about GPUs." --chat --max-tokens 64 2>&1 |

@@ -22,8 +22,7 @@ JOBS=1
 FRESH=0
 BUILD_IT=1
 BUILD=build-fuzz
-# The OpenAI request parser's target joins this list once src/api/ has one (tests/fuzz/targets/CMakeLists.txt).
-TARGETS=(fuzz_chat_config fuzz_tensor_cache fuzz_tokenizer_json fuzz_conv_template fuzz_detokenizer)
+TARGETS=(fuzz_chat_config fuzz_tensor_cache fuzz_tokenizer_json fuzz_conv_template fuzz_detokenizer fuzz_openai_request)
 selected=()
 while [ $# -gt 0 ]; do
   case $1 in
@@ -61,7 +60,7 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 declare -A MAX_LEN=([fuzz_chat_config]=16384 [fuzz_tensor_cache]=16384 [fuzz_tokenizer_json]=65536
-                    [fuzz_conv_template]=8192 [fuzz_detokenizer]=4096)
+                    [fuzz_conv_template]=8192 [fuzz_detokenizer]=4096 [fuzz_openai_request]=4096)
 status=0
 printf '%-22s %12s %10s %8s %s\n' target executions seconds exec/s result
 for t in "${TARGETS[@]}"; do

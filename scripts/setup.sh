@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config git ca-certificates
   nlohmann-json3-dev libpcre2-dev libutf8proc-dev libcurl4-openssl-dev libsqlite3-dev libgtest-dev libgmock-dev
   libvulkan1 chromium nodejs npm python3 libcli11-dev clang-14 libfuzzer-14-dev
-  libcpp-httplib-dev nginx)  # the HTTP server (src/server/) and its scale-out test behind nginx
+  libcpp-httplib-dev nginx  # the HTTP server (src/server/) and its scale-out test behind nginx
+  emscripten)  # the browser build (scripts/build-web.sh) and its test in chromium (tests/web/)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

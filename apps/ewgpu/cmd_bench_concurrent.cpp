@@ -7,11 +7,22 @@
 //     same request arriving while background work holds rows: (a) a background batch (one task, so it holds at
 //     most task_share of the rows and a row is free), (b) every row busy with preemptible background requests
 //     (the interactive one preempts). Ratios against idle.
+//  3. The ceiling each stream count is measured against: the weights read once per step at the measured streaming
+//     bandwidth (S tokens per step), and, given the adapter's arithmetic rate (--fp32-tflops / --int8-tops, e.g.
+//     the H200 figures of docs/architecture.md), 2 · weights · S FLOPs per step; the ceiling is the slower.
+//  4. GPU time of one decode step of S rows by kernel family (gemv, attention, gdn, embed, sample): the model is
+//     loaded again outside the engine with every row active at a mid-generation position, each dispatch timed in
+//     a pass of its own (timestamps; skipped, and said so, where the adapter has none).
 #include "command.h"
 #include "ewgpu/engine.h"
+#include "gpu/microbench.h"
+#include "kernels/sampling.h"
+#include "runtime/local_engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <iostream>
 #include <sstream>
 #include <thread>
@@ -40,7 +51,7 @@ CompletionRequest greedy(uint32_t words, uint32_t tokens, Priority p = Priority:
 
 struct StreamRow {
   uint32_t streams = 0;
-  double aggregate_tok_s = 0, per_stream_tok_s = 0, wall_ms = 0, weight_mb_per_token = 0;
+  double aggregate_tok_s = 0, per_stream_tok_s = 0, wall_ms = 0, weight_mb_per_token = 0, ceiling_tok_s = 0;
   uint32_t tokens = 0;
 };
 
@@ -84,10 +95,66 @@ Result<double> ttftOf(Engine& e, uint32_t words) {
 struct ConcurrentFlags {
   std::string model;
   std::vector<uint32_t> streams = {1, 2, 4};
-  uint32_t tokens = 64, words = 32, repeat = 3, steps = 16;
+  uint32_t tokens = 64, words = 32, repeat = 3, steps = 16, profile_repeat = 5;
+  double fp32_tflops = 0, int8_tops = 0;  // the adapter's arithmetic rates, for the ceiling (0: not known)
   std::string adapter;
   bool json = false;
 };
+
+// Bits per weight of a quantization (weights + scales), to count the multiply-adds behind a weight byte.
+double bitsPerWeight(const std::string& quant) {
+  if (quant == "q4f16_1") return 4.5;
+  if (quant == "q4f32_1") return 5;
+  if (quant == "q3f16_1") return 3.5;
+  if (quant == "q0f16") return 16;
+  return 32;
+}
+
+std::string kernelFamily(const std::string& kernel) {
+  if (kernel.rfind("gemv", 0) == 0) return "gemv";
+  if (kernel.rfind("attention", 0) == 0) return "attention";
+  if (kernel.rfind("gdn", 0) == 0) return "gdn";
+  return kernel;  // embed, sample
+}
+
+// One decode step of `rows` active rows at position `pos`, each dispatch timed in a pass of its own: GPU ms by
+// kernel family and in all. Writes the rows' state first (repeated dispatches repeat their side effects, so the
+// state is rewritten per call).
+Result<std::pair<double, std::map<std::string, double>>> profileStep(LocalEngine& e, uint32_t rows, uint32_t pos,
+                                                                     uint32_t repeat) {
+  Forward& f = *e.forward;
+  SamplingParams sp;
+  sp.temperature = 0;
+  sp.max_tokens = 1u << 20;
+  uint32_t params[Forward::kParamWords];
+  encodeParams(sp, params);
+  for (uint32_t b = 0; b < rows; ++b) {
+    const uint32_t words[Forward::kRowWords] = {b, pos, 1, 0, 1, 0, 0, 0};
+    e.ctx->write(f.rows(), (uint64_t)b * sizeof words, words, sizeof words);
+    e.ctx->write(f.params(), (uint64_t)b * sizeof params, params, sizeof params);
+  }
+  const uint32_t active[4] = {rows, 0, 0, 0};
+  e.ctx->write(f.activeRows(), 0, active, sizeof active);
+  auto timer = gpu::Timer::create(*e.ctx, 2048);  // passes (two queries each; Dawn caps a query set at 4096)
+  if (!timer) return std::move(timer).error();
+  gpu::Recorder rec(*e.ctx, 0);
+  rec.setTimer(timer->get());
+  rec.setSplitPasses(true, repeat);
+  f.recordDecodeStep(rec, rows);
+  (*timer)->resolve(rec);
+  EWGPU_TRY(rec.submit());
+  EWGPU_TRY(e.ctx->finish());
+  auto per = (*timer)->readPassNs(*e.ctx);
+  if (!per) return std::move(per).error();
+  std::map<std::string, double> by;
+  double total = 0;
+  for (size_t i = 0; i < per->size() && i < rec.passLabels().size(); ++i) {
+    const double ms = (double)(*per)[i] / repeat / 1e6;
+    by[kernelFamily(rec.passLabels()[i])] += ms;
+    total += ms;
+  }
+  return std::make_pair(total, by);
+}
 
 int runBenchConcurrent(const ConcurrentFlags& f) {
   const bool json = f.json;
@@ -163,6 +230,56 @@ int runBenchConcurrent(const ConcurrentFlags& f) {
     return t;
   });
   if (!under_preemptible) return reportError(under_preemptible.error(), json);
+
+  // The ceiling and the GPU time by kernel family, on the model loaded again outside the engine.
+  const uint32_t max_streams = *std::max_element(streams.begin(), streams.end());
+  const std::string model_id = info->id, quant = info->quantization;
+  const uint64_t weight_bytes = info->weight_bytes;
+  eng->reset();
+  LocalEngineOptions lo;
+  lo.gpu.adapter = f.adapter;
+  lo.forward.max_batch = max_streams;
+  lo.forward.slots = max_streams;
+  lo.forward.context = std::min<uint32_t>(info->context_window, words * 2 + tokens + 64);
+  lo.forward.max_steps = 1;
+  auto le = LocalEngine::load(f.model, lo);
+  if (!le) return reportError(le.error(), json);
+  gpu::MicrobenchOptions mo;
+  mo.repeats = 3;
+  mo.dispatches = 100;
+  if (le->ctx->info().cpuAdapter()) mo.read_bytes = 32ull << 20;
+  auto mb = gpu::runMicrobench(*le->ctx, mo);
+  if (!mb) return reportError(mb.error(), json);
+  const double gbps = mb->best_gbps, macs = weight_bytes * 8 / bitsPerWeight(quant);
+  const bool timestamps = le->ctx->info().timestamp_query && mb->timestamps;
+  const uint32_t pos = std::min<uint32_t>(lo.forward.context - 2, words + tokens / 2);
+  nlohmann::json ceil = {{"read_gbps", gbps}, {"weight_bytes", weight_bytes}, {"macs_per_token", macs},
+                         {"fp32_tflops", f.fp32_tflops}, {"int8_tops", f.int8_tops}, {"timestamps", timestamps}};
+  std::vector<std::pair<double, std::map<std::string, double>>> prof(table.size());
+  for (size_t i = 0; i < table.size(); ++i) {
+    const uint32_t s = table[i].streams;
+    const double bw_ms = weight_bytes / (gbps * 1e9) * 1e3;  // weights once per step
+    double ar_ms = 0;  // the faster of the arithmetic rates given
+    if (f.fp32_tflops > 0) ar_ms = 2 * macs * s / (f.fp32_tflops * 1e12) * 1e3;
+    if (f.int8_tops > 0) {
+      const double ms = 2 * macs * s / (f.int8_tops * 1e12) * 1e3;
+      ar_ms = ar_ms > 0 ? std::min(ar_ms, ms) : ms;
+    }
+    const double step_ms = std::max(bw_ms, ar_ms);
+    table[i].ceiling_tok_s = s / (step_ms / 1e3);
+    nlohmann::json& js = out["streams"][i];
+    js["ceiling_tok_s"] = table[i].ceiling_tok_s;
+    js["ceiling_bandwidth_tok_s"] = s / (bw_ms / 1e3);
+    if (ar_ms > 0) js["ceiling_arithmetic_tok_s"] = s / (ar_ms / 1e3);
+    js["of_ceiling"] = table[i].aggregate_tok_s / table[i].ceiling_tok_s;
+    if (!timestamps) continue;
+    auto p = profileStep(*le, s, pos, le->ctx->info().cpuAdapter() ? 1 : f.profile_repeat);
+    if (!p) return reportError(p.error(), json);
+    prof[i] = *p;
+    js["gpu_ms_per_step"] = p->first;
+    for (const auto& [fam, ms] : p->second) js["gpu_ms_by_family"][fam] = ms;
+  }
+  out["ceiling"] = ceil;
   out["interactive_ttft_ms"] = {{"idle", *idle},
                                 {"beside_background_batch", *under_batch},
                                 {"preempting_background", *under_preemptible},
@@ -172,13 +289,36 @@ int runBenchConcurrent(const ConcurrentFlags& f) {
     std::cout << out.dump(2) << "\n";
     return 0;
   }
-  std::printf("%s on %s: %u rows, %u tokens per stream, K=%u, %.1f MB of weights\n\n", info->id.c_str(),
-              dev ? dev->device.c_str() : "?", rows, tokens, eo.decode_steps, info->weight_bytes / 1e6);
-  std::printf("| streams | aggregate tok/s | per-stream tok/s | vs 1 stream | MB weights / token |\n");
-  std::printf("| ---: | ---: | ---: | ---: | ---: |\n");
+  std::printf("%s on %s: %u rows, %u tokens per stream, K=%u, %.1f MB of weights\n", model_id.c_str(),
+              dev ? dev->device.c_str() : "?", rows, tokens, eo.decode_steps, weight_bytes / 1e6);
+  std::printf("ceiling: the weights once per step at %.1f GB/s (measured)", gbps);
+  if (f.fp32_tflops > 0) std::printf(", %.1f FP32 TFLOP/s", f.fp32_tflops);
+  if (f.int8_tops > 0) std::printf(", %.1f int8 TOP/s", f.int8_tops);
+  std::printf(" (given), %.0f multiply-adds per token\n\n", macs);
+  std::printf("| streams | aggregate tok/s | per-stream tok/s | vs 1 stream | MB weights / token | ceiling tok/s "
+              "| of ceiling |\n");
+  std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   for (const auto& r : table)
-    std::printf("| %u | %.1f | %.1f | %.2fx | %.1f |\n", r.streams, r.aggregate_tok_s, r.per_stream_tok_s,
-                table[0].aggregate_tok_s > 0 ? r.aggregate_tok_s / table[0].aggregate_tok_s : 0, r.weight_mb_per_token);
+    std::printf("| %u | %.1f | %.1f | %.2fx | %.1f | %.0f | %.1f%% |\n", r.streams, r.aggregate_tok_s,
+                r.per_stream_tok_s, table[0].aggregate_tok_s > 0 ? r.aggregate_tok_s / table[0].aggregate_tok_s : 0,
+                r.weight_mb_per_token, r.ceiling_tok_s, 100 * r.aggregate_tok_s / r.ceiling_tok_s);
+  if (!timestamps) {
+    std::printf("\nGPU time by kernel family: not available (the adapter has no timestamp queries)\n");
+  } else {
+    std::printf("\nGPU ms of one decode step by kernel family (every row active at position %u; each dispatch in a "
+                "pass of its own)\n",
+                pos);
+    std::printf("| streams | total | gemv | attention | gdn | embed | sample |\n");
+    std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    for (size_t i = 0; i < table.size(); ++i) {
+      auto fam = [&](const char* k) {
+        auto it = prof[i].second.find(k);
+        return it == prof[i].second.end() ? 0.0 : it->second;
+      };
+      std::printf("| %u | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f |\n", table[i].streams, prof[i].first, fam("gemv"),
+                  fam("attention"), fam("gdn"), fam("embed"), fam("sample"));
+    }
+  }
   std::printf("\ninteractive time to first token (best of %u): idle %.1f ms; beside a background batch %.1f ms "
               "(%.2fx); preempting background work %.1f ms (%.2fx)\n",
               repeat, *idle, *under_batch, *under_batch / *idle, *under_preemptible, *under_preemptible / *idle);
@@ -190,9 +330,9 @@ Registration reg{{"bench concurrent",
                   [](CLI::App& app) {
                     auto f = std::make_shared<ConcurrentFlags>();
                     app.add_option("MODEL", f->model, "a model folder or store id")->required();
-                    app.add_option("--streams", f->streams, "concurrent streams to measure, comma separated (1..8)")
+                    app.add_option("--streams", f->streams, "concurrent streams to measure, comma separated (1..32)")
                         ->delimiter(',')
-                        ->check(bounded<uint32_t>(1, 8))
+                        ->check(bounded<uint32_t>(1, 32))
                         ->capture_default_str();
                     app.add_option("--tokens", f->tokens, "tokens generated per stream")
                         ->check(bounded<uint32_t>(2, 1 << 16))
@@ -204,6 +344,16 @@ Registration reg{{"bench concurrent",
                         ->check(bounded<uint32_t>(1, 32))
                         ->capture_default_str();
                     app.add_option("--repeat", f->repeat, "repeats of each time-to-first-token measurement (best of)")
+                        ->check(bounded<uint32_t>(1, 100))
+                        ->capture_default_str();
+                    app.add_option("--fp32-tflops", f->fp32_tflops,
+                                   "the adapter's FP32 rate, for the arithmetic ceiling (0: bandwidth only)")
+                        ->check(CLI::NonNegativeNumber);
+                    app.add_option("--int8-tops", f->int8_tops,
+                                   "the adapter's packed-int8 rate in T ops/s, for the arithmetic ceiling")
+                        ->check(CLI::NonNegativeNumber);
+                    app.add_option("--profile-repeat", f->profile_repeat,
+                                   "times each dispatch is repeated in its timed pass (GPU adapters)")
                         ->check(bounded<uint32_t>(1, 100))
                         ->capture_default_str();
                     addAdapterFlag(app, f->adapter);

@@ -57,14 +57,15 @@ struct LineProgress {
       }
       l.bytes_uploaded = last_bytes;
       l.upload_ms = upload_ms;
-      if (p.stage == "pipelines") pipelines = p.pipelines;
+      if (p.stage == "pipelines") pipelines = p.pipelines, pipelines_total = p.pipelines_total;
       l.pipelines = pipelines;
+      l.pipelines_total = pipelines_total;
     }
     return l;
   }
   uint64_t last_bytes = 0;
   double upload_ms = 0;
-  size_t pipelines = 0;
+  size_t pipelines = 0, pipelines_total = 0;
 };
 
 int runRun(RunOptions& o) {

@@ -44,7 +44,7 @@ Registration reg{{"serve", "an OpenAI-compatible HTTP server over the engine (12
                         {"--max-body", "largest request body in bytes (default 8 MiB)"},
                         {"--adapter", "auto|gpu|swiftshader"},
                         {"--cache-dir", "the model store's folder"},
-                        {"--rows", "decode rows per model (1..8)"},
+                        {"--rows", "decode rows per model (1..32)"},
                         {"--steps", "decode steps per GPU submission (K)"},
                         {"--context", "positions per sequence (default: the model's)"}};
                     for (const auto& [flag, help] : once) app.add_option(flag, f->values[flag], help);

@@ -64,7 +64,7 @@ void LoadProgressLine::update(const LocalLoadProgress& p) {
       line += buf;
     }
     if (p.stage == LocalLoadProgress::Stage::kPipelines || p.stage == LocalLoadProgress::Stage::kDone) {
-      std::snprintf(buf, sizeof buf, " | pipelines %zu", p.pipelines);
+      std::snprintf(buf, sizeof buf, " | pipelines %zu/%zu", p.pipelines, p.pipelines_total);
       line += buf;
     }
   }

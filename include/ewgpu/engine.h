@@ -69,7 +69,7 @@ class Pending {
 struct EngineOptions {
   std::string adapter;       // "" = $EWGPU_ADAPTER or "auto"; "gpu"; "swiftshader"
   std::string cache_dir;     // the model store ("" = $EWGPU_CACHE_DIR or the XDG cache)
-  uint32_t rows = 4;         // decode rows built per model (1..8): the most sequences one model decodes at once
+  uint32_t rows = 4;         // decode rows built per model (1..32): the most sequences one model decodes at once
   uint32_t decode_steps = 16;  // K decode steps per GPU submission (live: configure)
   uint32_t max_steps = 32;     // the largest K configure() may set later
   // A decode submission is cut to about this much GPU time (fewer than K steps when steps are slow: many rows,
@@ -92,7 +92,8 @@ struct LoadProgress {
   std::string stage;      // "resolve" | "download" | "parse" | "upload" | "pipelines" | "ready"
   double fraction = 0;    // of the whole load, 0..1
   uint64_t bytes = 0, total_bytes = 0;  // download and upload stages: bytes so far, of the total
-  uint32_t pipelines = 0;               // pipelines stage: compiled so far
+  uint32_t pipelines = 0;               // pipelines stage: built so far,
+  uint32_t pipelines_total = 0;         // of those asked for so far (final once pipelines == pipelines_total)
 };
 
 struct LoadOptions {

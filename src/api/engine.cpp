@@ -162,8 +162,9 @@ void Engine::Impl::driverLoop() {
 }
 
 Result<std::unique_ptr<Engine>> Engine::create(EngineOptions opts) {
-  if (opts.rows < 1 || opts.rows > 8)
-    return makeError(ErrorCode::kBadRequest, "rows must be 1..8", {{"field", "rows"}, {"value", opts.rows}});
+  if (opts.rows < 1 || opts.rows > kMaxDecodeRows)
+    return makeError(ErrorCode::kBadRequest, "rows must be 1.." + std::to_string(kMaxDecodeRows),
+                     {{"field", "rows"}, {"value", opts.rows}});
   if (opts.max_steps < 1 || opts.max_steps > 64)
     return makeError(ErrorCode::kBadRequest, "max_steps must be 1..64", {{"field", "max_steps"}, {"value", opts.max_steps}});
   if (opts.decode_steps < 1 || opts.decode_steps > opts.max_steps)
@@ -229,14 +230,15 @@ struct LoadRun {
   nlohmann::json stages = nlohmann::json::object();
 
   std::chrono::steady_clock::time_point last_report{};
-  void progress(const std::string& stage, double f, uint64_t bytes = 0, uint64_t total = 0, uint32_t pipelines = 0) {
+  void progress(const std::string& stage, double f, uint64_t bytes = 0, uint64_t total = 0, uint32_t pipelines = 0,
+                uint32_t pipelines_total = 0) {
     {
       std::lock_guard<std::mutex> lk(p->mu);
       if (p->loading.count(id)) p->loading[id] = stage;
     }
     last_report = std::chrono::steady_clock::now();
     if (lo.progress)
-      p->post({[fn = lo.progress, pr = LoadProgress{id, stage, f, bytes, total, pipelines}] { fn(pr); }});
+      p->post({[fn = lo.progress, pr = LoadProgress{id, stage, f, bytes, total, pipelines, pipelines_total}] { fn(pr); }});
     p->event("model.progress", {{"model", id}, {"stage", stage}, {"fraction", f}});
   }
   // Reports from inside a stage at most every 100 ms.
@@ -367,8 +369,8 @@ void Engine::Impl::runLoad(const std::string& source, LoadOptions lo, std::share
       fo.context = opts.context;
       fo.max_steps = opts.max_steps;
       fo.activations = opts.activations;
-      ctx->setKernelCompiledHook([&L](size_t n) {
-        if (L.due()) L.progress("pipelines", 0.9, 0, 0, (uint32_t)n);
+      ctx->setKernelCompiledHook([&L](size_t ready, size_t total) {
+        if (L.due() || ready == total) L.progress("pipelines", 0.9, 0, 0, (uint32_t)ready, (uint32_t)total);
       });
       auto fwd = Forward::create(*ctx, **model, fo);
       ctx->setKernelCompiledHook({});

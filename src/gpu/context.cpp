@@ -579,7 +579,10 @@ Result<const Kernel*> Context::kernel(std::string_view name, const Constants& co
   (*k)->constants = desc;
   const Kernel* p = k->get();
   kernels_[key] = std::move(*k);
-  if (on_kernel_compiled_) on_kernel_compiled_(kernels_.size());
+  if (on_kernel_compiled_) {
+    const size_t total = kernels_.size() - hook_base_;
+    on_kernel_compiled_(total - std::min(total, pending_.size()), total);
+  }
   return p;
 }
 
@@ -692,8 +695,13 @@ Status Context::awaitPipelines() {
   if (pending_.empty()) return {};
   auto t0 = std::chrono::steady_clock::now();
   Status first;
-  for (auto& p : pending_) {
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    auto& p = pending_[i];
     Status w = p->done ? Status() : waitLong(p->future);
+    if (on_kernel_compiled_) {
+      const size_t total = kernels_.size() - hook_base_, waiting = pending_.size() - i - 1;
+      on_kernel_compiled_(total - std::min(total, waiting), total);
+    }
     std::string why;
     if (!w)
       why = w.error().message;

@@ -143,10 +143,16 @@ class Context {
   // A kernel from the embedded src/kernels/<name>.wgsl, specialised by override constants, cached by
   // (name, constants). GPU_ERROR carrying the compiler's message when the WGSL or pipeline is invalid.
   Result<const Kernel*> kernel(std::string_view name, const Constants& constants = {});
-  // Kernels compiled (cache misses of kernel()) so far; `fn`, when set, is called after each one with that count
-  // (load progress: pipeline creation is most of a load on CPU adapters). Empty `fn` removes the hook.
+  // Kernels compiled (cache misses of kernel()) so far. `fn`, when set, is called as pipelines are asked for and
+  // as they become ready, with counts since the hook was set (load progress: pipeline creation is most of a load
+  // on CPU adapters): `total` pipelines asked for, `ready` of them built. Synchronously built ones are ready at
+  // once; while deferred, the total grows as kernel() starts them and ready catches up in awaitPipelines(), so
+  // once the forward is built the total is final. Empty `fn` removes the hook.
   size_t kernelsCompiled() const { return kernels_.size(); }
-  void setKernelCompiledHook(std::function<void(size_t compiled)> fn) { on_kernel_compiled_ = std::move(fn); }
+  void setKernelCompiledHook(std::function<void(size_t ready, size_t total)> fn) {
+    on_kernel_compiled_ = std::move(fn);
+    hook_base_ = kernels_.size();
+  }
   // The same from WGSL text (tests, tools). Not cached.
   Result<std::unique_ptr<Kernel>> compile(std::string_view name, std::string_view wgsl, const Constants& constants = {});
 
@@ -216,7 +222,8 @@ class Context {
 
   std::map<std::string, std::unique_ptr<Kernel>> kernels_;  // key: name + constants
   std::map<std::string, uint32_t> bindings_per_kernel_;
-  std::function<void(size_t)> on_kernel_compiled_;
+  std::function<void(size_t, size_t)> on_kernel_compiled_;
+  size_t hook_base_ = 0;  // kernels_.size() when the hook was set
   CompileStats compile_stats_;
   bool defer_pipelines_ = false;
   struct PendingPipeline;

@@ -55,7 +55,7 @@ std::span<const uint8_t> Readback::data() const {
   auto* self = const_cast<Readback*>(this);
   if (!self->mapped_)
     self->mapped_ = static_cast<const uint8_t*>(wgpuBufferGetConstMappedRange(staging_.handle(), 0, staging_.size()));
-  return {mapped_, mapped_ ? staging_.size() : 0};
+  return {mapped_, mapped_ ? static_cast<size_t>(staging_.size()) : size_t{0}};  // a staging buffer fits the (wasm32) address space
 }
 
 void Readback::unmap() {

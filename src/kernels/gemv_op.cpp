@@ -1,5 +1,6 @@
 #include "kernels/gemv_op.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -24,8 +25,12 @@ std::optional<Activations> activationsFromName(std::string_view name) {
 
 Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x, const gpu::Buffer& y,
                               const GemvConfig& cfg) {
-  if (cfg.batch < 1 || cfg.batch > 8)
-    return makeError(ErrorCode::kInternal, "gemv batch must be 1..8", {{"batch", cfg.batch}});
+  if (cfg.batch < 1 || cfg.batch > kMaxGemvBatch)
+    return makeError(ErrorCode::kInternal, "gemv batch must be 1.." + std::to_string(kMaxGemvBatch),
+                     {{"batch", cfg.batch}});
+  if (cfg.batch > 1 && w.format != WeightFormat::kQ3F16) return createBatched(ctx, w, x, y, cfg);
+  if (cfg.batch > 8)
+    return makeError(ErrorCode::kBadRequest, "q3f16_1 decodes at most 8 rows at once", {{"batch", cfg.batch}});
   if (cfg.epi == Epilogue::kSwiGlu && w.w_chunks.size() != 1)
     return makeError(ErrorCode::kInternal, "SwiGLU gemv needs an unsplit weight", {{"chunks", w.w_chunks.size()}});
   const DeviceInfo& d = ctx.info();
@@ -126,8 +131,72 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
   return op;
 }
 
-void GemvOp::record(gpu::Recorder& rec) const {
-  for (const auto& p : parts_) rec.dispatch(*p.kernel, p.bg, p.gx, p.gy);
+Result<GemvOp> GemvOp::createBatched(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x,
+                                     const gpu::Buffer& y, const GemvConfig& cfg) {
+  if (!cfg.active) return makeError(ErrorCode::kInternal, "a batched gemv needs the active-rows buffer");
+  if (w.K % 32) return makeError(ErrorCode::kInternal, "gemv K must be a multiple of 32", {{"K", w.K}});
+  const DeviceInfo& d = ctx.info();
+  // One tile size for every batch (rows past the active count are skipped): engines of 3, 8 or 32 rows share
+  // their pipelines.
+  const uint32_t bt = cfg.batch_tile ? cfg.batch_tile : 16u;
+  // Lanes per row: 8 on GPUs (a warp then covers 4 rows of 32 contiguous bytes each, and a workgroup 32 thread
+  // groups, so a staged activation tile serves many weight rows); the subgroup width where it is smaller.
+  uint32_t tpr = cfg.tpr;
+  if (!tpr) tpr = d.subgroups ? std::clamp<uint32_t>(d.subgroup_min_size, 4, 8) : 8;
+  const bool sg = d.subgroups && tpr <= d.subgroup_min_size;
+  const uint32_t halves = cfg.epi == Epilogue::kSwiGlu ? 2 : 1;
+  // Weight rows per thread group: as many as the 64 accumulators allow, at most 4.
+  uint32_t rpt = cfg.rpt ? cfg.rpt : std::clamp<uint32_t>(64 / (halves * bt), 1, 4);
+  if (halves * rpt * bt > 64)
+    return makeError(ErrorCode::kInternal, "gemv_batch: too many accumulators", {{"rpt", rpt}, {"batch_tile", bt}});
+  // K tile: a multiple of 8 · tpr (every lane has a word) with the staged tile within 16 KB, at most K rounded up.
+  const uint32_t step = 8 * tpr;
+  uint32_t kt = std::max<uint32_t>(step, 16384 / (4 * bt) / step * step);
+  kt = std::min(kt, (w.K + step - 1) / step * step);
+  if (bt * kt * 4 + 256 * 4 + 128 > d.max_compute_workgroup_storage_size)
+    return makeError(ErrorCode::kInternal, "gemv_batch: tile does not fit workgroup memory", {{"kt", kt}});
+  const uint32_t out_w = cfg.epi == Epilogue::kSwiGlu ? w.N / 2 : w.N;
+  const uint32_t y_stride = cfg.y_stride ? cfg.y_stride : out_w;
+  const uint32_t x_stride = cfg.x_stride ? cfg.x_stride : w.K;
+  const uint32_t rows_per_wg = 256 / tpr * rpt;
+  GemvOp op;
+  op.batch_ = cfg.batch;
+  op.batch_tile_ = bt;
+  uint32_t row0 = 0;
+  for (size_t c = 0; c < w.w_chunks.size(); ++c) {
+    const uint32_t n = w.chunk_rows[c];
+    gpu::Constants k{{"QFMT", (int)w.format}, {"N", n}, {"K", w.K}, {"BT", bt}, {"EPI", (int)cfg.epi},
+                     {"NORM", cfg.norm ? 1 : 0}, {"HAS_BIAS", w.bias ? 1 : 0}, {"EPS", cfg.eps},
+                     {"ROW_OFFSET", row0}, {"Y_STRIDE", y_stride}, {"X_STRIDE", x_stride}, {"TPR", tpr},
+                     {"SG_REDUCE", sg ? 1 : 0}, {"RPT", rpt}, {"KT", kt}};
+    auto kern = ctx.kernel("gemv_batch", k);
+    if (!kern) return std::move(kern).error();
+    const gpu::Buffer* s = w.s_chunks.empty() ? w.w_chunks[c] : w.s_chunks[c];
+    const gpu::Buffer* nb = cfg.norm ? cfg.norm : &x;
+    const gpu::Buffer* bb = w.bias ? w.bias : &x;
+    auto bg = ctx.bindGroup(**kern, {{w.w_chunks[c]}, {s}, {&x}, {&y}, {nb}, {bb}, {cfg.active}});
+    if (!bg) return std::move(bg).error();
+    Part p;
+    p.kernel = *kern;
+    p.bg = std::move(*bg);
+    const uint32_t rows = cfg.epi == Epilogue::kSwiGlu ? n / 2 : n;
+    p.gy = (rows + rows_per_wg - 1) / rows_per_wg;
+    if (p.gy > d.max_compute_workgroups_per_dimension && d.max_compute_workgroups_per_dimension)
+      return makeError(ErrorCode::kInternal, "gemv_batch: too many row groups", {{"groups", p.gy}});
+    op.parts_.push_back(std::move(p));
+    row0 += n;
+  }
+  return op;
+}
+
+void GemvOp::record(gpu::Recorder& rec, uint32_t rows) const {
+  if (!batch_tile_) {
+    for (const auto& p : parts_) rec.dispatch(*p.kernel, p.bg, p.gx, p.gy);
+    return;
+  }
+  const uint32_t n = rows ? std::min(rows, batch_) : batch_;
+  const uint32_t tiles = (n + batch_tile_ - 1) / batch_tile_;
+  for (const auto& p : parts_) rec.dispatch(*p.kernel, p.bg, tiles, p.gy);
 }
 
 }  // namespace ewgpu::kernels

@@ -23,9 +23,15 @@ enum class Activations { kAuto, kF32, kInt8, kInt16 };
 std::string_view activationsName(Activations a);
 std::optional<Activations> activationsFromName(std::string_view name);
 
+// The most activation rows a decode GEMV takes (decode rows of a Forward).
+inline constexpr uint32_t kMaxGemvBatch = 32;
+
 struct GemvConfig {
   Epilogue epi = Epilogue::kStore;
-  uint32_t batch = 1;               // activation rows, 1..8
+  // Activation rows, 1..kMaxGemvBatch. 1: gemv.wgsl's single-row fast paths. Above 1: gemv_batch.wgsl (q4, q0
+  // formats; each weight word decoded once for all active rows), which needs `active`; q3f16_1 keeps gemv.wgsl's
+  // per-row path, at most 8 rows.
+  uint32_t batch = 1;
   const gpu::Buffer* norm = nullptr;  // RMSNorm weight f32 [K] for the prologue, or none
   float eps = 1e-6f;
   uint32_t x_stride = 0, y_stride = 0;  // floats per batch row (0: K and the output width)
@@ -33,14 +39,20 @@ struct GemvConfig {
   uint32_t rpt = 0;                 // rows per thread group (0: 4 / batch, at least 1)
   uint32_t ksplit = 0;              // thread groups splitting K per row (0: by matrix size)
   Activations act = Activations::kAuto;
+  // batch > 1: u32 [1] holding the active rows of the step (rows 0..active-1 are computed, written on the GPU
+  // queue before the submission; record() gets the same count for the grid).
+  const gpu::Buffer* active = nullptr;
+  uint32_t batch_tile = 0;          // activation rows per workgroup of gemv_batch (0: 16)
 };
 
 class GemvOp {
  public:
   static Result<GemvOp> create(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x, const gpu::Buffer& y,
                                const GemvConfig& cfg);
-  void record(gpu::Recorder& rec) const;
+  // `rows`: the active rows of this step (batched ops; 0 = every row). Single-row and q3 ops ignore it.
+  void record(gpu::Recorder& rec, uint32_t rows = 0) const;
   uint32_t dispatches() const { return (uint32_t)parts_.size(); }
+  bool batched() const { return batch_tile_ > 0; }
 
  private:
   struct Part {
@@ -48,7 +60,10 @@ class GemvOp {
     gpu::BindGroup bg;
     uint32_t gx = 1, gy = 1;
   };
+  static Result<GemvOp> createBatched(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x,
+                                      const gpu::Buffer& y, const GemvConfig& cfg);
   std::vector<Part> parts_;
+  uint32_t batch_ = 1, batch_tile_ = 0;  // batched: gx = ceil(rows / batch_tile_)
 };
 
 }  // namespace ewgpu::kernels

@@ -8,6 +8,9 @@ namespace ewgpu {
 namespace {
 
 std::atomic<uint64_t> g_ticket{0};  // process-wide submission order, for drivers with several executors
+// InFlight::lane_gens of a lane whose output in that submission belongs to no sequence (a grammar row waiting for
+// its previous token, computed paused).
+constexpr uint32_t kNotOurs = 0xFFFFFFFFu;
 
 // Longest suffix of `text` that is a proper prefix of some stop string (held back until it resolves).
 size_t heldSuffix(const std::string& text, const std::vector<std::string>& stops) {
@@ -43,6 +46,7 @@ Executor::Executor(gpu::Context& ctx, Forward& fwd, const Tokenizer* tok, uint32
       submission_ms_(submission_ms) {
   const auto& o = fwd.options();
   rows_.resize(o.max_batch);
+  lane_row_.assign(o.max_batch, -1);
   const uint64_t ring = (uint64_t)o.max_batch * o.max_steps * Forward::kOutWords * 4;
   auto a = gpu::Readback::create(ctx, ring, "out-readback-0");
   auto b = gpu::Readback::create(ctx, ring, "out-readback-1");
@@ -92,10 +96,8 @@ Status Executor::start(uint32_t r, RowRequest req) {
   row.req = std::move(req);
   if (tok_) row.detok.emplace(*tok_);
   if (row.req.grammar) row.matcher = std::make_unique<grammar::Matcher>(row.req.grammar);
-  // The GPU row is inactive until its last prefill chunk samples the first token (queued after any work still
-  // in flight for the row's previous sequence, which therefore finishes first).
-  uint32_t words[Forward::kRowWords] = {r, 0, 0, 0, 0, 0, 0, 0};
-  ctx_.write(fwd_.rows(), (uint64_t)r * sizeof words, words, sizeof words);
+  // The row gets a GPU lane with its last prefill chunk, which samples the first token (queued after any work
+  // still in flight for the lane's previous sequence, which therefore finishes first).
   return {};
 }
 
@@ -108,7 +110,25 @@ std::string Executor::stop(uint32_t r) {
   row.detok.reset();
   row.pending.clear();
   row.matcher.reset();
+  freeLane(row);
   return tail;
+}
+
+// Lanes freed or taken here only change what later submissions compute: the GPU queue is ordered, so work in
+// flight for a lane's previous row finishes before anything written for its next one.
+void Executor::freeLane(Row& row) {
+  if (row.lane >= 0) lane_row_[row.lane] = -1;
+  row.lane = -1;
+}
+
+int Executor::takeLane(uint32_t r) {
+  for (uint32_t l = 0; l < lane_row_.size(); ++l)
+    if (lane_row_[l] < 0) {
+      lane_row_[l] = (int)r;
+      rows_[r].lane = (int)l;
+      return (int)l;
+    }
+  return -1;  // unreachable: there are as many lanes as rows
 }
 
 Status Executor::step(std::vector<RowEvent>& events) {
@@ -147,6 +167,7 @@ void Executor::failAll() {
     r.used = false;
     r.detok.reset();
     r.matcher.reset();
+    freeLane(r);
   }
 }
 
@@ -168,7 +189,9 @@ uint32_t Executor::decodeNeed() const {
     }
     int64_t left = (int64_t)row.req.sampling.max_tokens - row.sampled - (row.decoding ? 0 : 1);
     for (const auto& f : in_flight_)
-      if (!f.prefill && f.gens[r] == (int64_t)row.gen) left -= f.steps;
+      if (!f.prefill)
+        for (size_t l = 0; l < f.lane_rows.size(); ++l)
+          if (f.lane_rows[l] == r && f.lane_gens[l] == row.gen) left -= f.steps;
     need = std::max<uint32_t>(need, (uint32_t)std::clamp<int64_t>(left, 0, k));
   }
   return need;
@@ -222,14 +245,14 @@ Status Executor::issuePrefill(uint32_t r) {
     std::vector<uint32_t> counts(V, 0);
     for (int32_t t : row.req.prompt) counts[t] |= kCountPromptBit;
     ctx_.write(fwd_.counts(), (uint64_t)slot * V * 4, counts.data(), V * 4ull);
-    uint32_t params[Forward::kParamWords];
-    encodeParams(row.req.sampling, params);
-    ctx_.write(fwd_.params(), (uint64_t)r * sizeof params, params, sizeof params);
   }
-  if (last) {  // the prefill sampler reads its own parameter row (and mask)
+  int lane = row.lane;
+  if (last) {  // the prefill sampler reads its own parameter row (and mask); the decode lane gets its copy
+    if (lane < 0) lane = takeLane(r);
     uint32_t params[Forward::kParamWords];
     encodeParams(row.req.sampling, params);
     ctx_.write(fwd_.prefillParams(), 0, params, sizeof params);
+    ctx_.write(fwd_.params(), (uint64_t)lane * sizeof params, params, sizeof params);
     if (row.matcher) {
       writeMask(row, fwd_.prefillMask(), 0);
       row.grammar_busy = true;
@@ -242,11 +265,11 @@ Status Executor::issuePrefill(uint32_t r) {
   ctx_.write(fwd_.prefillIds(), 0, row.req.prompt.data() + row.prefilled, T * 4ull);
   if (last) {
     uint32_t words[Forward::kRowWords] = {slot, n, 0, 0, 0, 0, 0, 0};
-    ctx_.write(fwd_.rows(), (uint64_t)r * sizeof words, words, sizeof words);
+    ctx_.write(fwd_.rows(), (uint64_t)lane * sizeof words, words, sizeof words);
   }
   gpu::Recorder rec(ctx_);
   if (row.prefilled == 0) fwd_.recordResetSlot(rec, slot);
-  fwd_.recordPrefillChunk(rec, T, last, r);
+  fwd_.recordPrefillChunk(rec, T, last, last ? (uint32_t)lane : 0);
   if (last) rb_pout_.record(rec, fwd_.prefillOut(), 0, Forward::kOutWords * 4);
   EWGPU_TRY(rec.submit());
   ++stats_.submissions;
@@ -266,38 +289,77 @@ Status Executor::issuePrefill(uint32_t r) {
   return {};
 }
 
+// Compacts the decoding rows into lanes [0, A) (a row in a lane at or past A moves into a free lane below it: its
+// GPU state is copied through the scratch rows, its sampling parameters rewritten), then records `need` steps of
+// A rows and the readback of their outputs.
 Status Executor::issueDecode(uint32_t need) {
-  const uint32_t B = (uint32_t)rows_.size();
+  uint32_t A = 0;
+  for (int l : lane_row_) A += l >= 0;
   InFlight f;
   f.steps = need;
   f.ticket = g_ticket++;
   f.issued = std::chrono::steady_clock::now();
-  f.gens.assign(B, -1);
-  for (uint32_t b = 0; b < B; ++b) {
-    Row& row = rows_[b];
-    bool ours = row.used && (row.decoding || row.last_issued);
-    if (row.matcher) ours = row.used && row.decoding && !row.grammar_busy;
-    if (ours) f.gens[b] = row.gen;
-    uint32_t zero = 0, one = 1;
-    ctx_.write(fwd_.rows(), ((uint64_t)b * Forward::kRowWords + kRowOutIndex) * 4, &zero, 4);
-    if (!ours) ctx_.write(fwd_.rows(), ((uint64_t)b * Forward::kRowWords + kRowActive) * 4, &zero, 4);
-    if (ours && row.matcher) {  // paused by the sampler after its last token: its next mask, then on again
-      writeMask(row, fwd_.mask(), (uint64_t)b * mask_host_.size());
-      ctx_.write(fwd_.rows(), ((uint64_t)b * Forward::kRowWords + kRowActive) * 4, &one, 4);
+  std::vector<std::pair<uint32_t, uint32_t>> moves;  // (from lane, to lane)
+  uint32_t hole = 0;
+  for (uint32_t l = A; l < lane_row_.size(); ++l) {
+    if (lane_row_[l] < 0) continue;
+    while (lane_row_[hole] >= 0) ++hole;
+    moves.emplace_back(l, hole);
+    const uint32_t r = (uint32_t)lane_row_[l];
+    lane_row_[hole] = (int)r;
+    lane_row_[l] = -1;
+    rows_[r].lane = (int)hole;
+  }
+  const uint64_t RW = Forward::kRowWords * 4;
+  for (uint32_t l = 0; l < A; ++l) {
+    Row& row = rows_[lane_row_[l]];
+    // A grammar row takes part only when its last token is back (it was paused by the sampler after it): its next
+    // mask goes to its lane and its GPU row is switched on again. A busy one is computed paused, and this
+    // submission's output for its lane is not its own (kNotOurs).
+    const bool grammar_step = row.matcher && row.used && row.decoding && !row.grammar_busy;
+    f.lane_rows.push_back((uint32_t)lane_row_[l]);
+    f.lane_gens.push_back(row.matcher && !grammar_step ? kNotOurs : row.gen);
+    bool moved = false;
+    uint32_t from_lane = l;
+    for (const auto& [from, to] : moves)
+      if (to == l) moved = true, from_lane = from;
+    if (grammar_step) {
+      writeMask(row, fwd_.mask(), (uint64_t)l * mask_host_.size());
+      // The row's GPU state is still at its old lane when this write lands (the move is a copy in the submission).
+      const uint32_t one = 1;
+      ctx_.write(fwd_.rows(), from_lane * RW + kRowActive * 4, &one, 4);
       row.grammar_busy = true;
     }
+    if (moved) {
+      uint32_t params[Forward::kParamWords];
+      encodeParams(row.req.sampling, params);
+      ctx_.write(fwd_.params(), (uint64_t)l * sizeof params, params, sizeof params);
+    } else {
+      uint32_t zero = 0;
+      ctx_.write(fwd_.rows(), l * RW + kRowOutIndex * 4, &zero, 4);
+    }
   }
+  const uint32_t active[4] = {A, 0, 0, 0};
+  ctx_.write(fwd_.activeRows(), 0, active, sizeof active);
   for (const auto& g : in_flight_)
     if (!g.prefill && g.buf == f.buf) f.buf = 1;
   gpu::Readback& rb = rb_out_[f.buf];
   gpu::Recorder rec(ctx_);
-  for (uint32_t k = 0; k < need; ++k) fwd_.recordDecodeStep(rec);
-  rb.record(rec, fwd_.out(), 0, rb.size());
+  if (!moves.empty()) {
+    rec.copy(fwd_.rows(), 0, fwd_.rowsScratch(), 0, lane_row_.size() * RW);
+    for (const auto& [from, to] : moves) {
+      rec.copy(fwd_.rowsScratch(), from * RW, fwd_.rows(), to * RW, RW);
+      rec.clear(fwd_.rows(), to * RW + kRowOutIndex * 4, 4);
+    }
+  }
+  for (uint32_t k = 0; k < need; ++k) fwd_.recordDecodeStep(rec, A);
+  rb.record(rec, fwd_.out(), 0, (uint64_t)A * fwd_.options().max_steps * Forward::kOutWords * 4);
   EWGPU_TRY(rec.submit());
   rb.requestMap(ctx_);
   in_flight_.push_back(std::move(f));
   ++stats_.submissions;
   stats_.decode_steps += need;
+  stats_.row_steps += (uint64_t)need * A;
   uint32_t decodes = 0;
   for (const auto& g : in_flight_) decodes += !g.prefill;
   stats_.max_decodes_in_flight = std::max(stats_.max_decodes_in_flight, decodes);
@@ -332,13 +394,14 @@ void Executor::consume(const InFlight& f, std::vector<RowEvent>& events) {
     return;
   }
   const uint32_t kmax = fwd_.options().max_steps;
-  for (uint32_t r = 0; r < rows_.size(); ++r) {
-    if (f.gens[r] < 0 || !rows_[r].used || rows_[r].gen != (uint32_t)f.gens[r] || !rows_[r].decoding) continue;
+  for (uint32_t l = 0; l < f.lane_rows.size(); ++l) {
+    const uint32_t r = f.lane_rows[l];
+    if (!rows_[r].used || rows_[r].gen != f.lane_gens[l] || !rows_[r].decoding) continue;
     rows_[r].grammar_busy = false;
     RowEvent ev;
     ev.row = r;
     for (uint32_t k = 0; k < f.steps && !ev.finished; ++k) {
-      SampleOut o = decodeOut(out + ((uint64_t)r * kmax + k) * Forward::kOutWords);
+      SampleOut o = decodeOut(out + ((uint64_t)l * kmax + k) * Forward::kOutWords);
       if (o.active) deliver(r, o, ev);
     }
     if (ev.sampled || ev.finished || !ev.text.empty()) events.push_back(std::move(ev));
@@ -382,6 +445,7 @@ void Executor::finishRow(uint32_t r, const std::string& reason, RowEvent& ev) {
   row.used = false;
   row.detok.reset();
   row.matcher.reset();
+  freeLane(row);
   ev.finished = true;
   ev.finish_reason = reason;
 }

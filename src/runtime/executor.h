@@ -31,6 +31,7 @@ namespace ewgpu {
 
 struct ExecutorStats {
   uint64_t submissions = 0, decode_steps = 0, prefill_chunks = 0, readbacks = 0;
+  uint64_t row_steps = 0;  // Σ over decode steps of the rows computed (active lanes)
   uint32_t max_decodes_in_flight = 0;  // the most decode submissions ever queued at once (<= pipeline depth)
   uint64_t grammar_masks = 0;          // allowed-token masks computed for grammar rows
   double grammar_mask_ms = 0;          // CPU time spent computing them
@@ -42,7 +43,9 @@ Status checkRowRequest(const RowRequest& req, uint32_t context, int vocab);
 
 class Executor final : public RowBackend {
  public:
-  // `tok` may be null (no text, tokens only). Rows: the Forward's max_batch (row b uses slot b).
+  // `tok` may be null (no text, tokens only). Rows: the Forward's max_batch (row r uses slot r). A decoding row
+  // occupies a lane of the GPU batch (its index in the Forward's rows buffer); lanes are kept compact, so a step
+  // computes lanes [0, active rows) only.
   // `submission_ms` > 0 caps the decode steps of one submission so that it takes about that long on the GPU
   // (from the measured time per step), K being the most: work queued ahead of a newcomer's prefill is then
   // bounded by the pipeline depth times this, whatever the rows and the model. 0 = always K steps.
@@ -79,6 +82,7 @@ class Executor final : public RowBackend {
     std::string pending;     // text held back: could start a stop string
     std::unique_ptr<grammar::Matcher> matcher;  // grammar rows only
     bool grammar_busy = false;  // a submission that samples this grammar row's next token is in flight
+    int lane = -1;           // the GPU lane from the last prefill chunk on (-1: none)
   };
   // A submission whose readback has not been consumed yet.
   struct InFlight {
@@ -87,7 +91,8 @@ class Executor final : public RowBackend {
     std::chrono::steady_clock::time_point issued;
     uint32_t steps = 0;            // decode: steps in the submission
     uint32_t buf = 0;              // decode: which out readback
-    std::vector<int64_t> gens;     // decode: per row, the generation it ran for (-1: not ours)
+    std::vector<uint32_t> lane_rows;  // decode: the row in each computed lane
+    std::vector<uint32_t> lane_gens;  // decode: the generation each lane ran for
     uint32_t row = 0, gen = 0;     // prefill: the row whose first token it samples
   };
 
@@ -104,6 +109,8 @@ class Executor final : public RowBackend {
   void failAll();
   // Computes the grammar row's allowed-token mask and writes it to `buf` at word offset `at`.
   void writeMask(Row& row, const gpu::Buffer& buf, uint64_t at);
+  void freeLane(Row& row);
+  int takeLane(uint32_t r);  // the lowest free lane, now owned by row r
 
   gpu::Context& ctx_;
   Forward& fwd_;
@@ -115,6 +122,7 @@ class Executor final : public RowBackend {
   uint32_t depth_ = 2;
   bool last_was_prefill_ = false;
   std::vector<Row> rows_;
+  std::vector<int> lane_row_;  // per lane: the row it holds (-1: free)
   std::deque<InFlight> in_flight_;  // oldest first
   gpu::Readback rb_out_[2], rb_pout_;
   std::vector<uint32_t> mask_host_;  // [ceil(vocab/32)]

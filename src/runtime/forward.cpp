@@ -36,8 +36,11 @@ uint32_t attnWidth(const ModelConfig& c) {
 Result<std::unique_ptr<Forward>> Forward::create(gpu::Context& ctx, const GpuModel& model, const ForwardOptions& o) {
   std::unique_ptr<Forward> f(new Forward(ctx, model, o));
   const ModelConfig& c = model.config;
-  if (o.max_batch < 1 || o.max_batch > 8)
-    return makeError(ErrorCode::kBadRequest, "max_batch must be 1..8", {{"max_batch", o.max_batch}});
+  if (o.max_batch < 1 || o.max_batch > kMaxDecodeRows)
+    return makeError(ErrorCode::kBadRequest, "max_batch must be 1.." + std::to_string(kMaxDecodeRows),
+                     {{"max_batch", o.max_batch}});
+  if (o.max_batch > 8 && c.quant == Quant::kQ3F16_1)
+    return makeError(ErrorCode::kBadRequest, "q3f16_1 models decode at most 8 rows", {{"max_batch", o.max_batch}});
   if (o.slots < o.max_batch)  // a decode row uses the slot of its index (Generator)
     return makeError(ErrorCode::kBadRequest, "slots must be at least max_batch",
                      {{"slots", o.slots}, {"max_batch", o.max_batch}});
@@ -47,6 +50,20 @@ Result<std::unique_ptr<Forward>> Forward::create(gpu::Context& ctx, const GpuMod
   if (c.hidden % 32 || c.head_dim % 4 || c.head_dim > 256)
     return makeError(ErrorCode::kInvalidModelFolder, "unsupported dimensions for the GPU kernels",
                      {{"hidden", c.hidden}, {"head_dim", c.head_dim}, {"problem", "hidden % 32 or head_dim > 256"}});
+  // The memory budget: 90% of the device-local memory where the adapter reports it (docs/engine.md, "Rows").
+  if (const uint64_t dev = ctx.info().deviceLocalBytes()) {
+    const uint64_t budget = dev / 10 * 9;
+    const uint64_t need = model.weight_bytes + fixedBytes(c, o.max_batch, f->ctx_len_, f->chunk_) +
+                          (uint64_t)o.slots * slotBytes(c, f->ctx_len_);
+    if (need > budget)
+      return makeError(ErrorCode::kOutOfMemory, "the decode rows do not fit the device memory",
+                       {{"rows", o.max_batch},
+                        {"slots", o.slots},
+                        {"context", f->ctx_len_},
+                        {"bytes", need},
+                        {"budget", budget},
+                        {"rows_that_fit", rowsThatFit(c, f->ctx_len_, model.weight_bytes, budget)}});
+  }
   EWGPU_TRY(f->createBuffers());
   // Every pipeline of the model compiles on Dawn's worker threads while the ops are built; on a CPU adapter
   // (SwiftShader) compilation is most of the load time (docs/benchmarks.md, "Start-up").
@@ -58,6 +75,34 @@ Result<std::unique_ptr<Forward>> Forward::create(gpu::Context& ctx, const GpuMod
   EWGPU_TRY(std::move(built));
   EWGPU_TRY(std::move(compiled));
   return f;
+}
+
+uint64_t Forward::slotBytes(const ModelConfig& c, uint32_t context) {
+  const kernels::GdnDims gd = gdnDims(c);
+  uint64_t b = (uint64_t)c.vocab * 4;  // sampling counts
+  for (int l = 0; l < c.n_layers; ++l)
+    b += c.isFullAttention(l) ? 2ull * c.n_kv_heads * context * c.head_dim * 4
+                              : (uint64_t)(gd.convStateFloats() + gd.stateFloats()) * 4;
+  return b;
+}
+
+uint64_t Forward::fixedBytes(const ModelConfig& c, uint32_t rows, uint32_t context, uint32_t prefill_chunk) {
+  const kernels::GdnDims gd = gdnDims(c);
+  const uint64_t qd = (uint64_t)c.n_heads * c.head_dim;
+  const bool gdn = c.arch == Arch::kQwen3_5;
+  const uint64_t mixw = std::max<uint64_t>(qd, gdn ? gd.outWidth() : 0);
+  const uint64_t projw = gdn ? gd.projWidth() : 1, prepw = gdn ? gd.prepWidth() : 1;
+  const uint64_t per_token = (uint64_t)c.hidden * 2 + attnWidth(c) + projw + mixw + c.intermediate + prepw + qd;
+  const uint64_t per_row = (uint64_t)c.vocab + c.hidden + attnWidth(c) + projw + mixw + c.intermediate + prepw +
+                           (uint64_t)c.n_heads * 16 * (c.head_dim + 4);  // attention partials at most
+  return 4 * ((rows + 1) * per_row + (uint64_t)prefill_chunk * per_token + (uint64_t)context * c.rotaryDim());
+}
+
+uint32_t Forward::rowsThatFit(const ModelConfig& c, uint32_t context, uint64_t weight_bytes, uint64_t budget) {
+  const uint32_t chunk = (uint32_t)std::clamp(c.prefill_chunk, 16, 1024);
+  for (uint32_t r = kMaxDecodeRows; r >= 1; --r)
+    if (weight_bytes + fixedBytes(c, r, context, chunk) + r * slotBytes(c, context) <= budget) return r;
+  return 0;
 }
 
 Result<gpu::Buffer> Forward::buffer(uint64_t bytes, const char* label, uint64_t* counter) {
@@ -74,6 +119,10 @@ Status Forward::createBuffers() {
   const uint64_t projw = c.arch == Arch::kQwen3_5 ? gd.projWidth() : 1, prepw = c.arch == Arch::kQwen3_5 ? gd.prepWidth() : 1;
   uint64_t* act = &stats_.activation_bytes;
   EWGPU_ASSIGN(rows_, buffer(B * kRowWords * 4, "rows", nullptr));
+  EWGPU_ASSIGN(rows_tmp_, buffer(B * kRowWords * 4, "rows-scratch", nullptr));
+  EWGPU_ASSIGN(active_, buffer(16, "active-rows", nullptr));
+  const uint32_t all[4] = {(uint32_t)B, 0, 0, 0};
+  ctx_.write(active_, 0, all, sizeof all);
   EWGPU_ASSIGN(params_, buffer(B * kParamWords * 4, "params", nullptr));
   EWGPU_ASSIGN(counts_, buffer((uint64_t)opts_.slots * V * 4, "counts", act));
   EWGPU_ASSIGN(out_, buffer(B * opts_.max_steps * kOutWords * 4, "out", nullptr));
@@ -149,6 +198,7 @@ Status Forward::createDecodeOps() {
   const bool gated = c.arch == Arch::kQwen3_5;
   auto gemvCfg = [&](GemvConfig g) {
     g.act = opts_.activations;
+    g.active = &active_;
     return g;
   };
   // Embedding: one dispatch per table chunk, ids from rows[b].token.
@@ -301,28 +351,28 @@ Status Forward::createPrefillOps() {
   return {};
 }
 
-void Forward::recordDecodeStep(gpu::Recorder& rec) const {
+void Forward::recordDecodeStep(gpu::Recorder& rec, uint32_t rows) const {
   const ModelConfig& c = model_.config;
-  const uint32_t B = opts_.max_batch;
+  const uint32_t B = rows ? std::min(rows, opts_.max_batch) : opts_.max_batch;
   for (const auto& [k, bg] : embed_) rec.dispatch(*k, bg, B, embedGroupsPerRow(c));
   for (const auto& L : layers_) {
     if (L.full) {
       const AttnOps& a = *L.attn;
-      a.qkv.record(rec);
+      a.qkv.record(rec, B);
       rec.dispatch(*a.attn, a.attn_bg, c.n_heads, B, attn_split_);
       if (attn_split_ > 1) rec.dispatch(*combine_, combine_bg_, c.n_heads, B);
-      a.o.record(rec);
+      a.o.record(rec, B);
     } else {
       const GdnOps& g = *L.gdn;
-      g.in.record(rec);
+      g.in.record(rec, B);
       g.conv.record(rec, B);
       g.rec.record(rec, B);
-      g.out.record(rec);
+      g.out.record(rec, B);
     }
-    L.up.record(rec);
-    L.down.record(rec);
+    L.up.record(rec, B);
+    L.down.record(rec, B);
   }
-  lm_head_.record(rec);
+  lm_head_.record(rec, B);
   rec.dispatch(*sample_, sample_bg_, B);
 }
 

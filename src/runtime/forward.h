@@ -1,9 +1,11 @@
 // The forward pass as recorded GPU work. Forward owns every activation buffer, the KV cache and recurrent state
 // (per sequence slot), the sampling buffers and all kernel ops (pipelines and bind groups made once here), and
 // records two kinds of work into a Recorder:
-//   - one decode step for the batch rows [0, max_batch): embed the token each row sampled last (still on the GPU)
-//     at the row's position, all layers, final norm + lm_head, sample. K steps are recorded back to back with no
-//     CPU round trip; the rows buffer carries slot, position, activity and the sampled token between them.
+//   - one decode step for the active rows [0, rows) of the batch (rows ≤ max_batch, set per submission by the
+//     executor, which keeps the active sequences compacted into the first rows; a row names its slot): embed
+//     the token each row sampled last (still on the GPU) at the row's position, all layers, final norm +
+//     lm_head, sample. K steps are recorded back to back with no CPU round trip; the rows buffer carries slot,
+//     position, activity and the sampled token between them.
 //   - one prefill chunk of T tokens of the sequence described by the prefill row (its own rows buffer), with
 //     GEMMs instead of GEMVs; the last chunk also computes the last token's logits, samples the first generated
 //     token and copies it into the sequence's decode row.
@@ -22,8 +24,11 @@
 
 namespace ewgpu {
 
+// The most decode rows a Forward takes.
+inline constexpr uint32_t kMaxDecodeRows = kernels::kMaxGemvBatch;
+
 struct ForwardOptions {
-  uint32_t max_batch = 1;      // decode rows recorded per step (1..8)
+  uint32_t max_batch = 1;      // decode rows (1..kMaxDecodeRows); a step computes only the active ones
   uint32_t slots = 1;          // sequences with their own KV cache / recurrent state
   uint32_t context = 0;        // positions per slot (0: the model's context window)
   uint32_t prefill_chunk = 0;  // tokens per prefill chunk (0: the model's prefill_chunk_size, at most 1024)
@@ -45,7 +50,16 @@ class Forward {
 
   static Result<std::unique_ptr<Forward>> create(gpu::Context& ctx, const GpuModel& model, const ForwardOptions& o);
 
-  void recordDecodeStep(gpu::Recorder& rec) const;
+  // Bytes a Forward allocates per slot (KV cache and recurrent state) and for everything else (activations,
+  // logits, sampling buffers) at `rows` decode rows, for `context` positions: what a memory budget divides.
+  static uint64_t slotBytes(const ModelConfig& c, uint32_t context);
+  static uint64_t fixedBytes(const ModelConfig& c, uint32_t rows, uint32_t context, uint32_t prefill_chunk);
+  // The most rows (1..kMaxDecodeRows, one slot each) whose Forward fits `budget` bytes beside the weights; 0 if
+  // not even one does.
+  static uint32_t rowsThatFit(const ModelConfig& c, uint32_t context, uint64_t weight_bytes, uint64_t budget);
+
+  // One decode step of rows [0, rows) (0: max_batch). activeRows()[0] must hold the same count on the GPU.
+  void recordDecodeStep(gpu::Recorder& rec, uint32_t rows = 0) const;
   // `tokens` ids must already be in prefillIds(), the prefill row and meta written (see Generator).
   void recordPrefillChunk(gpu::Recorder& rec, uint32_t tokens, bool last, uint32_t decode_row) const;
   // Zeroes the recurrent state a slot carries between tokens (Qwen3.5's GDN conv window and state; the KV cache
@@ -61,6 +75,8 @@ class Forward {
 
   // Buffers the generator writes/reads.
   const gpu::Buffer& rows() const { return rows_; }            // [max_batch, 8]
+  const gpu::Buffer& rowsScratch() const { return rows_tmp_; }  // [max_batch, 8]: moving rows between lanes
+  const gpu::Buffer& activeRows() const { return active_; }    // u32 [4]: [0] = active decode rows
   const gpu::Buffer& params() const { return params_; }        // [max_batch, 64]
   const gpu::Buffer& counts() const { return counts_; }        // [slots, vocab]
   const gpu::Buffer& out() const { return out_; }              // [max_batch, max_steps, 44]
@@ -117,7 +133,8 @@ class Forward {
   ForwardStats stats_;
   uint32_t chunk_ = 0, ctx_len_ = 0;
 
-  gpu::Buffer rows_, params_, counts_, out_, mask_, pmask_, logits_, hidden_, qkv_, proj_, mix_, act_, prep_;
+  gpu::Buffer rows_, rows_tmp_, active_, params_, counts_, out_, mask_, pmask_, logits_, hidden_, qkv_, proj_, mix_, act_,
+      prep_;
   gpu::Buffer prows_, pmeta_, pids_, pparams_, pout_, plogits_, phidden_, pnormed_, pqkv_, pproj_, pq_, pmix_, pact_,
       pprep_, plast_;
   gpu::Buffer rope_;

@@ -72,8 +72,9 @@ Result<LocalEngine> LocalEngine::load(const std::string& dir, const LocalEngineO
   progress.stage = LocalLoadProgress::Stage::kPipelines;
   report();
   if (opts.on_progress)
-    e.ctx->setKernelCompiledHook([&](size_t n) {
-      progress.pipelines = n;
+    e.ctx->setKernelCompiledHook([&](size_t ready, size_t total) {
+      progress.pipelines = ready;
+      progress.pipelines_total = total;
       report();
     });
   auto fwd = Forward::create(*e.ctx, *e.model, opts.forward);

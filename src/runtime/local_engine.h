@@ -19,14 +19,15 @@ namespace ewgpu {
 
 // Where a LocalEngine load is, for a progress display (the engine API has its own LoadProgress). Stages in order:
 // parse (folder, tokenizer, template), upload (weights to the GPU), pipelines (kernels compiled for the Forward;
-// the count is not known before they are made).
+// the total grows while the forward asks for them, and is final once they are all ready).
 struct LocalLoadProgress {
   enum class Stage { kParse, kUpload, kPipelines, kDone };
   Stage stage = Stage::kParse;
   double parse_ms = 0;          // set from the upload stage on
   uint64_t bytes_uploaded = 0;  // so far
   double upload_ms = 0;         // time spent uploading so far
-  size_t pipelines = 0;         // kernels compiled so far
+  size_t pipelines = 0;         // kernels built so far,
+  size_t pipelines_total = 0;   // of those asked for so far
 };
 
 struct LocalEngineOptions {

@@ -125,7 +125,9 @@ json progressJson(const LoadProgress& p) {
           {"stage", p.stage},
           {"fraction", p.fraction},
           {"bytes", p.bytes},
-          {"totalBytes", p.total_bytes}};
+          {"totalBytes", p.total_bytes},
+          {"pipelines", p.pipelines},
+          {"pipelinesTotal", p.pipelines_total}};
 }
 
 void load(const httplib::Request& req, httplib::Response& res, Context& ctx) {

@@ -81,7 +81,7 @@ Result<ServeConfig> parseServeArgs(const std::vector<std::string>& args, const s
     else if (flag == "--cache-dir")
       c.engine.cache_dir = c.server.cache_dir = *v;
     else if (flag == "--rows")
-      EWGPU_ASSIGN(c.engine.rows, integer(flag, *v, 1, 8));
+      EWGPU_ASSIGN(c.engine.rows, integer(flag, *v, 1, 32));
     else if (flag == "--steps")
       EWGPU_ASSIGN(c.engine.decode_steps, integer(flag, *v, 1, 32));
     else if (flag == "--context")

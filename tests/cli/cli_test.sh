@@ -114,9 +114,13 @@ LLAMA=$REPO/tests/fixtures/llama_tiny/q4f16_1
 "$EWGPU" inspect "$LLAMA" >/dev/null || fail "inspect of the llama fixture"
 script -qfec "$EWGPU run $LLAMA Hello --chat -n 4" /dev/null > "$WORK/tty.out" 2>&1 || fail "llama --chat on a terminal"
 grep -q "generated 4 (length)" "$WORK/tty.out" || fail "llama --chat: $(tr '\r' '\n' < "$WORK/tty.out" | tail -5)"
-grep -q "loading $LLAMA: parse [0-9]* ms | upload .* MB/s | pipelines [0-9]" "$WORK/tty.out" ||
+grep -q "loading $LLAMA: parse [0-9]* ms | upload .* MB/s | pipelines [0-9]*/[1-9]" "$WORK/tty.out" ||
   fail "no load progress line on a terminal: $(tr '\r' '\n' < "$WORK/tty.out" | head -5)"
-ok "llama --chat, progress line on a terminal"
+# The last redraw counts every pipeline the forward asked for as ready (n/n).
+last=$(tr '\r' '\n' < "$WORK/tty.out" | grep "pipelines" | tail -1 | sed -n 's/.*pipelines \([0-9]*\)\/\([0-9]*\).*/\1 \2/p')
+read -r ready total <<<"$last"
+[ -n "$total" ] && [ "$ready" = "$total" ] || fail "the progress line's last pipelines count is not n/n: '$last'"
+ok "llama --chat, progress line on a terminal (pipelines $ready/$total)"
 
 # Ctrl-C during generation: text so far, a newline, the timings, "interrupted", exit 130 (and no progress line on a
 # pipe).

@@ -12,6 +12,8 @@ OUT_DIR/<target>/ receives:
                        structure at a size the fuzzer can run fast
   fuzz_conv_template   each fixture's conv_template object and the legacy names, then a NUL and two messages
   fuzz_detokenizer     slices of the tokenizer corpus (the target maps bytes to ids)
+  fuzz_openai_request  request bodies using every field docs/api.md lists, valid and not, each behind the
+                       target's selector byte (chat or completions, with or without the scheduling headers)
 """
 import glob
 import json
@@ -68,6 +70,35 @@ def main():
         data = open(p, "rb").read()
         for i in range(0, min(len(data), 4096), 512):
             write(out, "fuzz_detokenizer", "%s-%d" % (os.path.basename(p), i), data[i:i + 512])
+    for i, (selector, body) in enumerate(OPENAI_BODIES):
+        write(out, "fuzz_openai_request", "body-%02d" % i, bytes([selector]) + json.dumps(body).encode())
+
+
+# (selector byte, body): bit 0 = completions, bit 1 = apply X-Session/X-Priority, bits 2-3 = which priority.
+OPENAI_BODIES = [
+    (0, {"messages": [{"role": "user", "content": "hi"}]}),
+    (2, {"model": "m", "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"},
+                                    {"role": "assistant", "content": "hello"}, {"role": "user", "content": "again"}],
+         "max_tokens": 16, "temperature": 0.6, "top_p": 0.95, "top_k": 20, "seed": 7, "stop": ["\n", "end"],
+         "presence_penalty": 0.5, "frequency_penalty": -0.5, "repetition_penalty": 1.1,
+         "logit_bias": {"5": -100, "17": 3.5}, "logprobs": True, "top_logprobs": 3, "user": "u1",
+         "stream": True, "stream_options": {"include_usage": True}, "n": 1, "metadata": {"k": "v"}}),
+    (6, {"messages": [{"role": "developer", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}],
+         "priority": "interactive", "session": "chat-1", "task": "t", "preemptible": True,
+         "max_completion_tokens": 8, "response_format": {"type": "text"}, "tools": [], "tool_choice": "none"}),
+    (10, {"messages": [{"role": "user", "content": "x", "name": "n"}], "stop": "\u00e9", "extra_body": {}}),
+    (0, {"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}}),
+    (0, {"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema", "json_schema":
+         {"name": "p", "strict": True, "schema": {"type": "object", "properties": {"a": {"type": "integer"}},
+                                                   "required": ["a"], "additionalProperties": False}}}}),
+    (0, {"messages": [{"role": "tool", "content": "x"}], "n": 2, "tools": [{"type": "function"}]}),
+    (0, {"messages": [], "temperature": 3, "logit_bias": {"-1": 1}, "stream_options": {"x": 1}}),
+    (1, {"prompt": "Once upon a time", "max_tokens": 32, "logprobs": 2, "echo": False, "best_of": 1,
+         "stop": ["."], "seed": -3, "priority": "background"}),
+    (3, {"prompt": ["one prompt"], "suffix": None, "session": "s", "stream": False}),
+    (1, {"prompt": ["a", "b"], "echo": True, "best_of": 2}),
+    (1, {"prompt": "", "top_p": 0, "logprobs": 21}),
+]
 
 
 if __name__ == "__main__":

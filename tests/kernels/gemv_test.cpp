@@ -1,5 +1,6 @@
 // Decode GEMV against a double-precision CPU reference: every weight format × epilogue × norm prologue × batch.
 #include "kernel_test_util.h"
+#include "kernels/gemv_op.h"
 
 #include <cmath>
 
@@ -198,6 +199,119 @@ TEST(Gemv, SubgroupShuffleReduction) {
   uint32_t tpr = std::min<uint32_t>(g.info().subgroup_min_size, 32);
   runCase({0, 77, 256, 2, 0, true, false, tpr, true}, 11);
   runCase({0, 40, 256, 1, 2, false, false, tpr, true}, 12);
+}
+
+
+// The batched GEMV (gemv_batch.wgsl through GemvOp, batch > 1): every format it takes × epilogue, the norm
+// prologue, bias, strides, K not a multiple of the K tile, more rows than one batch tile, and fewer active rows
+// than the op holds. Rows past the active count must stay untouched (poisoned), and a row's output must be
+// bit-identical whatever the number of active rows (a sequence's logits cannot depend on its neighbours).
+struct BatchCase {
+  int qfmt;
+  uint32_t n, k, batch, epi;
+  bool norm, bias;
+  std::vector<uint32_t> active;  // active-row counts to run, each compared with the reference
+  uint32_t tile = 0;             // batch tile (0: the op's default)
+};
+
+void runBatchCase(const BatchCase& c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd;
+  PackedWeights pw = randomWeights(c.qfmt, c.n, c.k, rng);
+  const uint32_t x_stride = c.k + 4;  // exercise the stride
+  const uint32_t out_w = c.epi == 2 ? c.n / 2 : c.n, y_stride = out_w + 3;
+  std::vector<float> x((size_t)c.batch * x_stride), nw(c.k), bias(c.n), y0((size_t)c.batch * y_stride);
+  for (auto& v : x) v = nd(rng);
+  for (auto& v : nw) v = 1.0f + 0.3f * nd(rng);
+  for (auto& v : bias) v = nd(rng);
+  for (auto& v : y0) v = nd(rng);
+  std::vector<double> want(y0.begin(), y0.end());
+  for (uint32_t b = 0; b < c.batch; ++b) {
+    double ss = 0;
+    for (uint32_t k = 0; k < c.k; ++k) ss += (double)x[b * x_stride + k] * x[b * x_stride + k];
+    const double rinv = 1.0 / std::sqrt(ss / c.k + 1e-6);
+    auto rowdot = [&](uint32_t r) {
+      double a = 0;
+      for (uint32_t k = 0; k < c.k; ++k)
+        a += (double)pw.deq[(size_t)r * c.k + k] * (c.norm ? x[b * x_stride + k] * rinv * nw[k] : x[b * x_stride + k]);
+      return a;
+    };
+    for (uint32_t r = 0; r < out_w; ++r) {
+      double& o = want[b * y_stride + r];
+      if (c.epi == 2) {
+        double g = rowdot(r), u = rowdot(r + c.n / 2);
+        o = g / (1 + std::exp(-g)) * u;
+      } else {
+        double v = rowdot(r) + (c.bias ? bias[r] : 0.0);
+        o = c.epi == 1 ? o + v : v;
+      }
+    }
+  }
+  gpu::Context& g = ctx();
+  auto bw = upload(pw.w), bs = upload(pw.s), bx = upload(x), bn = upload(nw), bb = upload(bias);
+  auto bactive = upload(std::vector<uint32_t>{0, 0, 0, 0}, "active");
+  LinearWeights lw;
+  lw.w_chunks = {&bw};
+  if (c.qfmt <= 1) lw.s_chunks = {&bs};
+  lw.chunk_rows = {c.n};
+  lw.N = c.n;
+  lw.K = c.k;
+  lw.format = (WeightFormat)c.qfmt;
+  lw.bias = c.bias ? &bb : nullptr;
+  std::vector<std::vector<float>> outs;
+  for (uint32_t active : c.active) {
+    SCOPED_TRACE("active rows " + std::to_string(active));
+    std::vector<float> ystart = y0;
+    for (uint32_t b = 0; b < c.batch; ++b)
+      for (uint32_t r = 0; r < out_w; ++r)
+        if (c.epi != 1 || b >= active) ystart[b * y_stride + r] = std::nanf("");
+    auto by = upload(ystart);
+    GemvConfig cfg{(Epilogue)c.epi, c.batch, c.norm ? &bn : nullptr, 1e-6f, x_stride, y_stride};
+    cfg.active = &bactive;
+    cfg.batch_tile = c.tile;
+    auto op = GemvOp::create(g, lw, bx, by, cfg);
+    ASSERT_TRUE(op.ok()) << op.error().toString();
+    ASSERT_TRUE(op->batched());
+    uint32_t words[4] = {active, 0, 0, 0};
+    g.write(bactive, 0, words, sizeof words);
+    gpu::Recorder rec(g);
+    op->record(rec, active);
+    ASSERT_TRUE(rec.submit().ok());
+    auto got = download<float>(by, y0.size());
+    std::vector<float> got_active(got.begin(), got.begin() + (size_t)active * y_stride);
+    std::vector<double> want_active(want.begin(), want.begin() + (size_t)active * y_stride);
+    for (uint32_t b = 0; b < active; ++b)  // padding columns are never written: they keep y0
+      for (uint32_t r = out_w; r < y_stride; ++r) want_active[b * y_stride + r] = y0[b * y_stride + r];
+    expectClose(got_active, want_active, 2e-5 * std::sqrt((double)c.k / 64), "gemv_batch");
+    for (size_t i = (size_t)active * y_stride; i < got.size(); ++i) {
+      if (i % y_stride < out_w) ASSERT_TRUE(std::isnan(got[i])) << "inactive row written at " << i;
+    }
+    outs.push_back(std::move(got));
+  }
+  for (size_t a = 1; a < outs.size(); ++a) {
+    const uint32_t common = std::min(c.active[a], c.active[0]);
+    for (size_t i = 0; i < (size_t)common * y_stride; ++i) {
+      ASSERT_EQ(floatBits(outs[a][i]), floatBits(outs[0][i]))
+          << "row " << i / y_stride << " differs between " << c.active[0] << " and " << c.active[a] << " active rows";
+    }
+  }
+}
+
+TEST(GemvBatch, EveryFormatEpilogueAndActiveCount) {
+  uint32_t seed = 400;
+  for (int q : {0, 1, 2, 3})
+    for (uint32_t epi : {0u, 1u, 2u}) {
+      SCOPED_TRACE("qfmt " + std::to_string(q) + " epi " + std::to_string(epi));
+      runBatchCase({q, 2 * 37, 96, 3, epi, epi != 1, epi == 0, {3, 1, 2}}, seed++);
+    }
+}
+
+// 32 rows in tiles of 16 and of 8 (two and four tiles), a K of several K tiles with a partial last one (544 = 2
+// tiles of 256 + 32 on SwiftShader), active counts that leave a partial tile.
+TEST(GemvBatch, ThirtyTwoRowsInTiles) {
+  runBatchCase({0, 2 * 70, 544, 32, 2, true, false, {32, 17, 5}}, 500);
+  runBatchCase({0, 150, 544, 32, 0, true, true, {32, 9}, 8}, 501);
+  runBatchCase({3, 40, 128, 32, 1, false, false, {31, 1}}, 502);
 }
 
 }  // namespace

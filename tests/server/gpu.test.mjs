@@ -1,12 +1,14 @@
 // `ewgpu serve` on a real tiny model (tests/fixtures/qwen3_5_tiny/q4f16_1; SwiftShader where there is no GPU),
 // with 4 rows: greedy streamed text == greedy text not streamed (chat and completions), the same seed gives the
 // same text, 16 concurrent greedy requests each give the text the same request gives alone, a stop string cuts
-// the text where it occurs; and `ewgpu chat` keeps a multi-turn session with /system and /reset.
+// the text where it occurs; a client that disconnects frees its row within about one decode submission
+// (measured against the model's own step time); and `ewgpu chat` keeps a multi-turn session with /system and /reset.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { spawn } from 'node:child_process';
 import OpenAI from 'openai';
-import { startServer, EWGPU, TINY } from './harness.mjs';
+import { startServer, EWGPU, TINY, post, status, rowsBusy, until } from './harness.mjs';
 
 const ADAPTER = process.env.EWGPU_ADAPTER ?? 'swiftshader';
 let srv, client, model;
@@ -69,6 +71,42 @@ test('a stop string ends the text before it, with finish_reason stop', async () 
   const s = await client.completions.create({ model, prompt: prompt(4), max_tokens: 8, temperature: 0, stop: [stop] });
   assert.equal(s.choices[0].finish_reason, 'stop');
   assert.equal(s.choices[0].text, text.slice(0, text.indexOf(stop)));
+});
+
+// One decode submission is min(K steps, as many as fit the engine's 8 ms cap, at least one): on SwiftShader a
+// step of this model takes tens of ms, so a submission is one step. A disconnect is seen within the server's
+// 10 ms poll; the row is free once the submission in flight ends.
+test('a disconnect frees its row within about one decode submission (real model)', async () => {
+  const lone = await post(`${srv.url}/v1/completions`, { model, prompt: prompt(90), max_tokens: 17, temperature: 0 });
+  assert.equal(lone.status, 200, lone.text);
+  const stepMs = lone.json.ewgpu.timings.decode_ms / (lone.json.usage.completion_tokens - 1);
+  const submissionMs = Math.max(stepMs, Math.min(8, 16 * stepMs));
+  const trials = [];
+  for (const stream of [true, false, true, false]) {
+    let socket, sawData = false;
+    const req = http.request(`${srv.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' } },
+      (res) => res.on('data', () => { sawData = true; }));
+    req.on('socket', (so) => { socket = so; });
+    req.on('error', () => {});
+    req.end(JSON.stringify({ model, prompt: prompt(91), max_tokens: 2000, temperature: 0, stream }));
+    await until(async () => rowsBusy(await status(srv.url)) === 1, { timeoutMs: 60000 });
+    // Past the prefill: a streamed reply has sent text; one not streamed has had its first token's time.
+    if (stream) await until(async () => sawData, { timeoutMs: 60000 });
+    else await new Promise((r) => setTimeout(r, 5 * stepMs));
+    const t0 = performance.now();
+    socket.destroy();
+    await until(async () => rowsBusy(await status(srv.url)) === 0, { timeoutMs: 60000, everyMs: 1 });
+    trials.push(performance.now() - t0);
+  }
+  const sorted = [...trials].sort((a, b) => a - b);
+  const median = (sorted[1] + sorted[2]) / 2;
+  console.log(`# real model: decode step ${stepMs.toFixed(1)} ms, submission ~${submissionMs.toFixed(1)} ms; ` +
+              `disconnect -> row free (ms) [${trials.map((x) => x.toFixed(1)).join(', ')}], median ` +
+              `${median.toFixed(1)} ms = ${(median / submissionMs).toFixed(2)} submissions`);
+  // The submission in flight, the 10 ms poll and the status requests' own time; generous for a loaded machine.
+  assert.ok(median <= 2 * submissionMs + 60, `median ${median.toFixed(1)} ms for a ${submissionMs.toFixed(1)} ms submission`);
+  const st = await status(srv.url);
+  assert.equal(rowsBusy(st), 0);
 });
 
 test('ewgpu chat: Ctrl-C stops the reply and keeps the session; /system, /reset; exit at end of input', async () => {

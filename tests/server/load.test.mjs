@@ -72,6 +72,7 @@ test(`load: ${CLIENTS} clients x ${PER_CLIENT} requests, none lost or duplicated
   } else {
     for (const r of all) assert.ok(['stop', 'length'].includes(r.reason), r.reason);
   }
+  const keyed = new Map(results.flatMap((mine, c) => mine.map((r, i) => [`${c}/${i}`, r])));
   const lat = all.map((r) => r.ms).sort((a, b) => a - b);
   const pct = (p) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))];
   console.log(`load (${REAL ? 'model ' + model : 'fake backend, 2 ms/submission'}, rows 8, max_tokens ${MAX_TOKENS}): ` +
@@ -87,4 +88,12 @@ test(`load: ${CLIENTS} clients x ${PER_CLIENT} requests, none lost or duplicated
   const m = (await get(`${srv.url}/metrics`)).text;
   const ok = Number(m.match(new RegExp(`ewgpu_http_requests_total\\{route="POST /v1/${REAL ? 'completions' : 'chat/completions'}",code="200"\\} (\\d+)`))[1]);
   assert.equal(ok, all.length);
+  if (REAL) {
+    // Greedy text under load equals the same request alone (8 of them, spread over the clients).
+    for (let k = 0; k < 8; k++) {
+      const c = (k * 9) % CLIENTS, i = (k * 7) % PER_CLIENT;
+      const alone = await one(c, i);
+      assert.equal(keyed.get(`${c}/${i}`).text, alone.text, `client ${c} request ${i}: under load vs alone`);
+    }
+  }
 });

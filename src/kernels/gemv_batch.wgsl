@@ -1,0 +1,204 @@
+// Batched decode GEMV: y[b, n] = epilogue( Σ_k W[n, k] · x̂[b, k] ) for the first meta[0] activation rows (the
+// decode rows active in this step), QFMT 0..3 (q4f16_1, q4f32_1, q0f16, q0f32; docs/kernels.md). Each weight word
+// (8 weights) is loaded and decoded to f32 once per workgroup and applied to all BT activation rows of the
+// workgroup's batch tile, instead of once per row as gemv.wgsl's BATCH > 1 path does.
+//   NORM:  x̂ = x · rsqrt(mean(x²) + EPS) · norm_w   (the RMS of each of the tile's rows, over all of K, first)
+//   EPI 0: y = acc (+ bias)   EPI 1: y += acc (+ bias)   EPI 2: rows r and r + N/2 → y[r] = silu(g) · u
+// The activations of the tile are staged in workgroup memory KT elements of K at a time (xs[b][k], x̂ already
+// normalised and, for q4, carrying the prescale of the nibble trick of gemv.wgsl), so BT · KT · 4 bytes fit.
+// A thread group of TPR lanes owns RPT weight rows; its lanes take consecutive words of a row within the tile.
+// Lane partial sums are reduced with subgroup shuffles (SG_REDUCE) or through workgroup memory.
+// Grid: (ceil(active rows / BT), ceil(rows / (WG / TPR · RPT))): the batch tile is the fastest dimension, so the
+// workgroups that read the same weights run next to each other. Row b's sum is computed in the same order whatever
+// the number of active rows and the tile it falls in, so a sequence's logits do not depend on its neighbours.
+//#enable subgroups
+
+override QFMT: u32 = 0u;
+override N: u32 = 1u;           // weight rows in this buffer (chunk)
+override K: u32 = 32u;          // input features (multiple of 8)
+override BT: u32 = 8u;          // activation rows per workgroup (batch tile)
+override EPI: u32 = 0u;
+override NORM: bool = false;
+override HAS_BIAS: bool = false;
+override EPS: f32 = 1e-6;
+override ROW_OFFSET: u32 = 0u;
+override Y_STRIDE: u32 = 1u;
+override X_STRIDE: u32 = K;     // floats per batch row of x (multiple of 4)
+override TPR: u32 = 8u;         // lanes per thread group (power of two)
+override WG: u32 = 256u;
+override SG_REDUCE: bool = false;
+override RPT: u32 = 1u;         // weight rows per thread group: (EPI 2 ? 2 : 1) · RPT · BT ≤ MAXACC
+override KT: u32 = 256u;        // K elements staged per tile (multiple of 8)
+
+const MAXACC: u32 = 64u;
+const MAXBT: u32 = 32u;
+
+@group(0) @binding(0) var<storage, read> w: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> s: array<u32>;
+@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+@group(0) @binding(4) var<storage, read> norm_w: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read> bias: array<f32>;
+@group(0) @binding(6) var<storage, read> meta_b: array<u32>;  // [0]: active rows
+
+var<workgroup> xs: array<vec4<f32>, BT * KT / 4u>;
+var<workgroup> red: array<f32, WG>;
+var<workgroup> rinv: array<f32, MAXBT>;
+
+fn groupsPerRow() -> u32 { return K / 32u; }
+
+fn scaleOf(row: u32, g: u32) -> f32 {
+  let j = row * groupsPerRow() + g;
+  if (QFMT == 1u) { return bitcast<f32>(s[j]); }
+  let pair = unpack2x16float(s[j >> 1u]);
+  return select(pair.x, pair.y, (j & 1u) == 1u);
+}
+
+// q4 codes to f32 as in gemv.wgsl: (c - 7) divided by prescale(0) / prescale(1); the staged x carries the factor.
+const MAGIC: u32 = 0x4B000000u;
+const TWO23: f32 = 8388608.0;
+
+fn nibLo(word: u32) -> vec4<f32> {
+  let c = vec4<u32>(word) & vec4<u32>(0xFu, 0xF0u, 0xF00u, 0xF000u);
+  return bitcast<vec4<f32>>(c | vec4<u32>(MAGIC)) - (vec4<f32>(TWO23) + vec4<f32>(7.0, 112.0, 1792.0, 28672.0));
+}
+
+fn nibHi(word: u32) -> vec4<f32> {
+  let t = word >> 20u;
+  let c = vec4<u32>(word, t, t, t) & vec4<u32>(0xF0000u, 0xFu, 0xF0u, 0xF00u);
+  return bitcast<vec4<f32>>(c | vec4<u32>(MAGIC)) - (vec4<f32>(TWO23) + vec4<f32>(458752.0, 7.0, 112.0, 1792.0));
+}
+
+fn prescale(half: u32) -> vec4<f32> {
+  return select(vec4<f32>(1.0, 0.0625, 0.00390625, 0.000244140625),
+                vec4<f32>(0.0000152587890625, 1.0, 0.0625, 0.00390625), half == 1u);
+}
+
+// Weights 8·gw .. 8·gw+7 of `row` as two vec4 (scale applied; q4 values divided by the prescale).
+fn decodeWord(row: u32, gw: u32) -> array<vec4<f32>, 2> {
+  var o: array<vec4<f32>, 2>;
+  if (QFMT <= 1u) {
+    let i = row * (K / 8u) + gw;
+    let word = w[i >> 2u][i & 3u];
+    let sc = scaleOf(row, gw >> 2u);
+    o[0] = nibLo(word) * sc;
+    o[1] = nibHi(word) * sc;
+  } else if (QFMT == 2u) {
+    let wv = w[row * (K / 8u) + gw];
+    o[0] = vec4<f32>(unpack2x16float(wv.x), unpack2x16float(wv.y));
+    o[1] = vec4<f32>(unpack2x16float(wv.z), unpack2x16float(wv.w));
+  } else {
+    o[0] = bitcast<vec4<f32>>(w[row * (K / 4u) + 2u * gw]);
+    o[1] = bitcast<vec4<f32>>(w[row * (K / 4u) + 2u * gw + 1u]);
+  }
+  return o;
+}
+
+fn reduceLanes(v: f32, lid: u32) -> f32 {
+  var r = v;
+//#if SUBGROUPS
+  if (SG_REDUCE) {
+    for (var m = TPR / 2u; m > 0u; m = m / 2u) { r += subgroupShuffleXor(r, m); }
+    return r;
+  }
+//#endif
+  red[lid] = r;
+  workgroupBarrier();
+  for (var st = TPR / 2u; st > 0u; st = st / 2u) {
+    if ((lid % TPR) < st) { red[lid] += red[lid + st]; }
+    workgroupBarrier();
+  }
+  r = red[lid - (lid % TPR)];
+  workgroupBarrier();
+  return r;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+  let lid = lidv.x;
+  let b0 = wid.x * BT;
+  let nbt = min(BT, meta_b[0] - min(meta_b[0], b0));  // active rows in this tile (uniform)
+  if (NORM) {  // WG / BT threads per activation row sum its squares over K
+    let per = WG / BT;
+    let b = lid / per;
+    var ss = 0.0;
+    if (b < nbt) {
+      for (var v = lid % per; v < K / 4u; v += per) {
+        let xi = x[(b0 + b) * (X_STRIDE / 4u) + v];
+        ss += dot(xi, xi);
+      }
+    }
+    red[lid] = ss;
+    workgroupBarrier();
+    if (lid < BT) {
+      var t = 0.0;
+      for (var j = 0u; j < per; j++) { t += red[lid * per + j]; }
+      rinv[lid] = inverseSqrt(t / f32(K) + EPS);
+    }
+    workgroupBarrier();
+  }
+  let tg = lid / TPR;
+  let lane = lid % TPR;
+  let logical_rows = select(N, N / 2u, EPI == 2u);
+  let base = wid.y * (WG / TPR) * RPT + tg * RPT;
+  let up = RPT * BT;  // offset of the SwiGLU "up" accumulators
+  var acc: array<f32, MAXACC>;
+  for (var i = 0u; i < MAXACC; i++) { acc[i] = 0.0; }
+  for (var kt = 0u; kt < K; kt += KT) {
+    workgroupBarrier();  // the previous tile has been read by every thread
+    for (var i = lid; i < BT * KT / 4u; i += WG) {
+      let b = i / (KT / 4u);
+      let v = i % (KT / 4u);
+      let k4 = kt / 4u + v;
+      var xi = vec4<f32>(0.0);
+      if (b < nbt && k4 < K / 4u) {
+        xi = x[(b0 + b) * (X_STRIDE / 4u) + k4];
+        if (NORM) { xi = xi * rinv[b] * norm_w[k4]; }
+        if (QFMT <= 1u) { xi = xi * prescale(k4 & 1u); }
+      }
+      xs[i] = xi;
+    }
+    workgroupBarrier();
+    for (var wi = lane; wi < KT / 8u; wi += TPR) {
+      let gw = kt / 8u + wi;
+      if (gw >= K / 8u) { break; }
+      for (var r = 0u; r < RPT; r++) {  // constant trip counts: the accumulators stay in registers
+        let row = base + r;
+        if (row < logical_rows) {
+          let g = decodeWord(row, gw);
+          var u: array<vec4<f32>, 2>;
+          if (EPI == 2u) { u = decodeWord(row + N / 2u, gw); }
+          for (var b = 0u; b < BT; b++) {
+            if (b < nbt) {
+              let xa = xs[b * (KT / 4u) + 2u * wi];
+              let xb = xs[b * (KT / 4u) + 2u * wi + 1u];
+              acc[r * BT + b] += dot(g[0], xa) + dot(g[1], xb);
+              if (EPI == 2u) { acc[up + r * BT + b] += dot(u[0], xa) + dot(u[1], xb); }
+            }
+          }
+        }
+      }
+    }
+  }
+  // Reduce over the lanes of each thread group; lane 0 writes the outputs.
+  let n_acc = select(1u, 2u, EPI == 2u) * RPT * BT;
+  for (var i = 0u; i < n_acc; i++) { acc[i] = reduceLanes(acc[i], lid); }
+  if (lane != 0u) { return; }
+  for (var r = 0u; r < RPT; r++) {
+    let row = base + r;
+    if (row >= logical_rows) { break; }
+    for (var b = 0u; b < nbt; b++) {
+      let a = acc[r * BT + b];
+      let out = (b0 + b) * Y_STRIDE + ROW_OFFSET + row;
+      if (EPI == 2u) {
+        let u = acc[up + r * BT + b];
+        y[out] = a / (1.0 + exp(-a)) * u;
+      } else {
+        var v = a;
+        if (HAS_BIAS) { v += bias[ROW_OFFSET + row]; }
+        if (EPI == 1u) { v += y[out]; }
+        y[out] = v;
+      }
+    }
+  }
+}

@@ -1,0 +1,233 @@
+// everything-webgpu in a page: an ES module whose engine runs in a dedicated Worker (everything-webgpu-worker.js
+// beside this file, with the wasm). WebLLM-compatible names: CreateScheduledEngine is a one-line swap for
+// CreateMLCEngine; engine.chat.completions.create returns an async iterator of OpenAI chunks when streaming and
+// the OpenAI response otherwise. Errors are EngineError {code, detail} with the native engine's codes.
+// docs/web.md and README.md show its use; everything-webgpu.d.ts declares it.
+
+export class EngineError extends Error {
+  constructor(code, message, detail) {
+    super(message || code);
+    this.name = 'EngineError';
+    this.code = code;
+    this.detail = detail || {};
+  }
+}
+
+function toError(e) {
+  if (e instanceof EngineError) return e;
+  if (e && e.code) return new EngineError(e.code, e.message, e.detail);
+  return new EngineError('INTERNAL', String(e && e.message || e));
+}
+
+// A stream of chunks: an async iterator fed by worker messages, ended by the result (or an error).
+class ChunkStream {
+  constructor(engine, request) {
+    this._engine = engine;
+    this._request = request;
+    this._queue = [];
+    this._waiters = [];
+    this._done = false;
+    this._error = null;
+    this.job = 0;
+    this.id = '';
+    this.response = null;
+  }
+  _push(chunk) {
+    const w = this._waiters.shift();
+    if (w) w.resolve({value: chunk, done: false}); else this._queue.push(chunk);
+  }
+  _end(error) {
+    this._done = true;
+    this._error = error || null;
+    for (const w of this._waiters.splice(0)) {
+      if (error) w.reject(error); else w.resolve({value: undefined, done: true});
+    }
+  }
+  next() {
+    if (this._queue.length) return Promise.resolve({value: this._queue.shift(), done: false});
+    if (this._done) return this._error ? Promise.reject(this._error) : Promise.resolve({value: undefined, done: true});
+    return new Promise((resolve, reject) => this._waiters.push({resolve, reject}));
+  }
+  // Leaving a for-await loop early cancels the job.
+  async return() {
+    if (!this._done) await this._engine.cancel(this.job);
+    this._queue.length = 0;
+    return {value: undefined, done: true};
+  }
+  [Symbol.asyncIterator]() { return this; }
+  // Cancels the job: the stream ends after its last chunk (finish_reason "abort").
+  cancel() { return this._engine.cancel(this.job); }
+}
+
+export class ScheduledEngine {
+  constructor(options = {}) {
+    this._options = options;
+    this._next = 1;
+    this._calls = new Map();     // id -> {resolve, reject}
+    this._requests = new Map();  // request -> {stream?, resolve, reject}
+    this._listeners = new Set();
+    this._progress = options.initProgressCallback || null;
+    this._models = new Map();    // modelId -> registration
+    this._loaded = new Set();
+    this._current = '';
+    const url = options.workerUrl || new URL('./everything-webgpu-worker.js', import.meta.url);
+    this._worker = new Worker(url);
+    this._worker.onmessage = (ev) => this._onMessage(ev.data);
+    this._worker.onerror = (ev) => {
+      const e = new EngineError('INTERNAL', 'worker error: ' + (ev.message || 'unknown'));
+      for (const c of this._calls.values()) c.reject(e);
+      this._calls.clear();
+    };
+    const self = this;
+    this.chat = {completions: {create: (req) => self._create(req, true)}};
+    this.completions = {create: (req) => self._create(req, false)};
+  }
+
+  _call(op, args, transfer) {
+    const id = this._next++;
+    return new Promise((resolve, reject) => {
+      this._calls.set(id, {resolve, reject});
+      this._worker.postMessage({id, op, args}, transfer || []);
+    });
+  }
+
+  _onMessage(m) {
+    if (m.id !== undefined && this._calls.has(m.id)) {
+      const c = this._calls.get(m.id);
+      this._calls.delete(m.id);
+      if (m.error) c.reject(toError(m.error)); else c.resolve(m.ok);
+      return;
+    }
+    if (m.type === 'chunk' || m.type === 'done') {
+      const r = this._requests.get(m.request);
+      if (!r) return;
+      if (m.type === 'chunk') { if (r.stream) r.stream._push(m.chunk); return; }
+      this._requests.delete(m.request);
+      const err = m.error ? toError(m.error) : null;
+      if (r.stream) { r.stream.response = m.response; r.stream._end(err); }
+      if (err) r.reject(err); else r.resolve(m.response);
+      return;
+    }
+    if (m.type === 'progress' && this._progress) {
+      this._progress({progress: m.fraction, timeElapsed: 0, text: `${m.model}: ${m.stage}`, stage: m.stage, model: m.model});
+    }
+    for (const fn of this._listeners) fn(m);
+  }
+
+  async init() {
+    this.device = await this._call('init', {features: this._options.features});
+    return this.device;
+  }
+
+  // A model from files: [File | {name, data: ArrayBuffer | Uint8Array}] (a drop, a directory picker, fetches).
+  // The folder is validated whole inside the worker before it is registered (INVALID_MODEL_FOLDER otherwise) and
+  // is given the base https://local-model.invalid/<modelId>/, which can never reach the network.
+  // Registered folders are kept in Cache Storage (WebLLM's scopes and keys) unless persist is false, so a page
+  // reload lists them (cache "cached") and load() reads them back from there.
+  async registerModel({modelId, model, files, persist}) {
+    if (!files || !files.length) throw new EngineError('INVALID_MODEL_FOLDER', 'registerModel: no files', {problem: 'empty'});
+    const list = [];
+    const transfer = [];
+    for (const f of files) {
+      let data;
+      if (typeof Blob !== 'undefined' && f instanceof Blob) data = await f.arrayBuffer();
+      else if (f.data instanceof ArrayBuffer) data = f.data.slice(0);
+      else data = new Uint8Array(f.data).slice().buffer;
+      const name = f.webkitRelativePath || f.name;
+      list.push({name, data});
+      transfer.push(data);
+    }
+    const rec = await this._call('register', {modelId, model, files: list, persist}, transfer);
+    this._models.set(modelId, rec);
+    return rec;
+  }
+
+  async load(modelId, options) {
+    const info = await this._call('load', {modelId, options});
+    this._loaded.add(modelId);
+    this._current = modelId;
+    return info;
+  }
+  // WebLLM's name for load.
+  reload(modelId, options) { return this.load(modelId, options); }
+  async unload(modelId) {
+    const id = modelId || this._current;
+    const r = await this._call('unload', {modelId: id});
+    this._loaded.delete(id);
+    if (this._current === id) this._current = [...this._loaded][0] || '';
+    return r;
+  }
+  use(modelId) {
+    if (!this._loaded.has(modelId)) throw new EngineError('UNKNOWN_MODEL', `model ${modelId} is not loaded`, {model: modelId});
+    this._current = modelId;
+  }
+
+  async _create(req, chat) {
+    const body = Object.assign({}, req);
+    if (!body.model && this._current) body.model = this._current;
+    const request = this._next++;
+    if (body.stream) {
+      const stream = new ChunkStream(this, request);
+      const entry = {stream, resolve: () => {}, reject: () => {}};
+      this._requests.set(request, entry);
+      try {
+        const r = await this._call('create', {body, request, chat});
+        stream.job = r.job;
+        stream.id = r.id;
+      } catch (e) {
+        this._requests.delete(request);
+        throw e;
+      }
+      return stream;
+    }
+    const done = new Promise((resolve, reject) => this._requests.set(request, {resolve, reject}));
+    try {
+      await this._call('create', {body, request, chat});
+    } catch (e) {
+      this._requests.delete(request);
+      throw e;
+    }
+    return done;
+  }
+
+  // Cancels a job (a stream, its job number). The job ends with finish_reason "abort" and its partial text.
+  async cancel(job) {
+    const id = typeof job === 'object' && job ? job.job : job;
+    return this._call('cancel', {job: id});
+  }
+  // WebLLM's name: cancels every unfinished request of this engine.
+  async interruptGenerate() {
+    for (const r of this._requests.values()) if (r.stream && r.stream.job) await this.cancel(r.stream.job);
+  }
+
+  // Registered folders with their cache state ("cached", "partial", "absent").
+  listModels() { return this._call('registered'); }
+  // Unloads the model and removes its folder from Cache Storage and from the list.
+  deleteModel(modelId) { return this._call('delete', {modelId}); }
+  state() { return this._call('state'); }
+  probe() { return this._call('probe'); }
+  memory() { return this._call('memory'); }
+  subscribe(fn) {
+    this._listeners.add(fn);
+    return () => this._listeners.delete(fn);
+  }
+  // Asks for persistent storage (a page's Cache Storage is evictable until granted).
+  async ensurePersistent() {
+    if (typeof navigator === 'undefined' || !navigator.storage || !navigator.storage.persist) return false;
+    if (await navigator.storage.persisted()) return true;
+    return navigator.storage.persist();
+  }
+  terminate() {
+    this._worker.terminate();
+  }
+}
+
+// WebLLM's CreateMLCEngine, one line swapped: the engine in a worker, the model loaded (when it is registered:
+// options.models = [{modelId, model?, files}] registers folders first).
+export async function CreateScheduledEngine(modelId, options = {}) {
+  const engine = new ScheduledEngine(options);
+  await engine.init();
+  for (const m of options.models || []) await engine.registerModel(m);
+  if (modelId) await engine.load(modelId, options.loadOptions);
+  return engine;
+}
