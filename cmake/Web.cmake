@@ -25,7 +25,7 @@ target_include_directories(ewgpu_lib PUBLIC ${CMAKE_SOURCE_DIR}/include ${CMAKE_
 # core keeps standard C++20 for GCC 12 / libstdc++ and clang-14 / libc++ alike.
 target_compile_options(ewgpu_lib PUBLIC -include ${CMAKE_SOURCE_DIR}/src/web/libcxx_compat.h)
 target_compile_definitions(ewgpu_lib PUBLIC EWGPU_WEB=1 PCRE2_STATIC=1)
-foreach(layer base gpu kernels model tokenizer runtime engine)
+foreach(layer base gpu kernels model tokenizer grammar runtime engine)
   add_subdirectory(${CMAKE_SOURCE_DIR}/src/${layer} ${CMAKE_BINARY_DIR}/src/${layer})
 endforeach()
 target_sources(ewgpu_lib PRIVATE ${CMAKE_SOURCE_DIR}/src/api/openai.cpp ${CMAKE_SOURCE_DIR}/src/gpu/web/webgpu_web.cpp)

@@ -34,6 +34,14 @@ enum class Outcome {
 };
 std::string_view outcomeName(Outcome o);  // "completed" | "cancelled" | "preempted" | "superseded" | "failed"
 
+// Structured output (docs/structured-output.md): the text is one JSON document, constrained token by token.
+struct ResponseFormat {
+  std::string type = "text";  // "text" | "json_object" (any JSON object) | "json_schema" (valid against `schema`)
+  nlohmann::json schema;      // json_schema: a JSON Schema (an object or a boolean); null = any JSON value
+  std::string name;           // json_schema.name (informational)
+  bool strict = false;        // json_schema.strict: accepted; the output always follows the schema
+};
+
 // One completion. Unset sampling fields take the model folder's defaults (mlc-chat-config.json).
 struct CompletionRequest {
   std::string model;                  // "" = the current model (Engine::use)
@@ -47,6 +55,7 @@ struct CompletionRequest {
   std::vector<std::pair<int32_t, float>> logit_bias;  // token id -> bias in [-100, 100]
   bool logprobs = false;
   uint32_t top_logprobs = 0;  // 0..20, needs logprobs
+  std::optional<ResponseFormat> response_format;  // unset or "text": free text
   // Scheduling.
   Priority priority = Priority::kNormal;
   std::string session;  // a new request with the same session supersedes this one
@@ -135,7 +144,7 @@ struct Features {
   bool gpu_sampling = true;
   bool batched_decode = false;  // rows > 1
   bool kv_reuse = false;        // prefix reuse across requests: not built yet
-  bool structured_output = false;
+  bool structured_output = true;  // response_format json_object / json_schema
   nlohmann::json toJson() const;
 };
 

@@ -2,6 +2,7 @@
 // callback thread, loader threads (store resolution, downloads, folder parsing), and the model/state calls of
 // the public API. Requests and chat.completions are in engine_requests.cpp.
 #include "api/engine_impl.h"
+#include "grammar/tokenizer_vocabulary.h"
 #include "runtime/local_engine.h"
 #include "store/cache_files.h"
 #include "store/model_store.h"
@@ -324,6 +325,7 @@ void Engine::Impl::runLoad(const std::string& source, LoadOptions lo, std::share
     if (Status st = checkTemplateIds(*conv, folder->config().vocab); !st) return L.fail(std::move(st).error());
     assets->conv.emplace(std::move(*conv));
   }
+  assets->vocab = grammar::vocabularyOf(assets->tokenizer);  // ~0.1 s at 151k tokens (docs/structured-output.md)
   assets->defaults = defaultSampling(assets->config, assets->conv ? &*assets->conv : nullptr);
   if (assets->conv) assets->stop_strings = assets->conv->stopStrings();
   L.stages["parse"] = msSince(t_parse);

@@ -6,6 +6,7 @@
 #include "engine/scheduler.h"
 #include "ewgpu/engine.h"
 #include "gpu/context.h"
+#include "grammar/vocabulary.h"
 #include "model/gpu_model.h"
 #include "model/model_folder.h"
 #include "runtime/executor.h"
@@ -28,6 +29,7 @@ struct ModelAssets {
   SamplingParams defaults;  // the folder's sampling values and the template's stop ids
   std::vector<std::string> stop_strings;
   uint32_t context = 0;  // positions per row actually used
+  std::shared_ptr<const grammar::TokenVocabulary> vocab;  // the tokenizer's token bytes, for structured output
 };
 
 struct Resident {

@@ -2,6 +2,7 @@
 // applied) becomes a scheduler job; batches; the OpenAI chat.completions / completions facade over them.
 #include "api/engine_impl.h"
 #include "api/openai.h"
+#include "grammar/json_schema.h"
 
 #include <random>
 
@@ -111,12 +112,29 @@ Result<PreparedJob> Engine::Impl::prepare(const CompletionRequest& req) const {
   if (req.session.size() > 256) return bad("session", "longer than 256 bytes");
   if (req.task.size() > 256) return bad("task", "longer than 256 bytes");
 
+  std::shared_ptr<grammar::CompiledGrammar> grammar;
+  if (req.response_format && req.response_format->type != "text") {
+    const ResponseFormat& rf = *req.response_format;
+    grammar = std::make_shared<grammar::CompiledGrammar>();
+    grammar->kind = rf.type;
+    grammar->vocab = a.vocab;
+    if (rf.type == "json_object") {
+      grammar->grammar = grammar::jsonObjectGrammar();
+    } else if (rf.type == "json_schema") {
+      EWGPU_ASSIGN(grammar->grammar, grammar::compileJsonSchema(rf.schema.is_null() ? nlohmann::json(true) : rf.schema,
+                                                               "response_format.json_schema.schema"));
+    } else {
+      return bad("response_format.type", "must be text, json_object or json_schema", {{"value", rf.type}});
+    }
+  }
+
   JobSpec& j = job.spec;
   j.model = a.id;
   j.row.prompt = std::move(ids);
   j.row.sampling = std::move(s);
   j.row.stop_strings = a.stop_strings;
   j.row.stop_strings.insert(j.row.stop_strings.end(), req.stop.begin(), req.stop.end());
+  j.row.grammar = std::move(grammar);
   j.priority = req.priority;
   j.session = req.session;
   j.task = req.task;

@@ -57,12 +57,76 @@ Status readString(const json& b, const char* k, std::string& out, size_t max_len
   return {};
 }
 
+// response_format, in OpenAI's shapes ({type: "text" | "json_object"}, {type: "json_schema", json_schema: {name,
+// schema, strict, description}}) and WebLLM's ({type: "json_object", schema: "<a JSON Schema as a string>"}).
+Status readResponseFormat(const json& b, CompletionRequest& r) {
+  if (!b.contains("response_format") || b["response_format"].is_null()) return {};
+  const json& rf = b["response_format"];
+  if (!rf.is_object() || !rf.contains("type") || !rf["type"].is_string())
+    return bad("response_format", "must be an object with a type");
+  const std::string type = rf["type"].get<std::string>();
+  ResponseFormat out;
+  if (type == "text") {
+    for (const auto& [k, v] : rf.items())
+      if (k != "type") return bad("response_format." + k, "unknown field");
+    return {};
+  }
+  if (type == "grammar") return unsupported("response_format.type", "grammar (EBNF) is not supported; use json_schema");
+  if (type == "json_object") {
+    out.type = "json_object";
+    for (const auto& [k, v] : rf.items())
+      if (k != "type" && k != "schema") return bad("response_format." + k, "unknown field");
+    if (rf.contains("schema") && !rf["schema"].is_null()) {  // WebLLM: the schema as a JSON string
+      out.type = "json_schema";
+      if (rf["schema"].is_string()) {
+        out.schema = json::parse(rf["schema"].get<std::string>(), nullptr, false);
+        if (out.schema.is_discarded()) return bad("response_format.schema", "is not valid JSON");
+      } else if (rf["schema"].is_object() || rf["schema"].is_boolean()) {
+        out.schema = rf["schema"];
+      } else {
+        return bad("response_format.schema", "must be a JSON Schema (an object, or one as a string)");
+      }
+    }
+  } else if (type == "json_schema") {
+    out.type = "json_schema";
+    for (const auto& [k, v] : rf.items())
+      if (k != "type" && k != "json_schema") return bad("response_format." + k, "unknown field");
+    if (!rf.contains("json_schema") || !rf["json_schema"].is_object())
+      return bad("response_format.json_schema", "required: an object with name and schema");
+    const json& js = rf["json_schema"];
+    for (const auto& [k, v] : js.items())
+      if (k != "name" && k != "schema" && k != "strict" && k != "description")
+        return bad("response_format.json_schema." + k, "unknown field");
+    if (!js.contains("name") || !js["name"].is_string() || js["name"].get<std::string>().empty())
+      return bad("response_format.json_schema.name", "required: a non-empty string");
+    out.name = js["name"].get<std::string>();
+    if (out.name.size() > 64) return bad("response_format.json_schema.name", "longer than 64 characters");
+    if (js.contains("strict") && !js["strict"].is_null()) {
+      if (!js["strict"].is_boolean()) return bad("response_format.json_schema.strict", "must be true or false");
+      out.strict = js["strict"].get<bool>();
+    }
+    if (js.contains("description") && !js["description"].is_null() && !js["description"].is_string())
+      return bad("response_format.json_schema.description", "must be a string");
+    if (js.contains("schema") && !js["schema"].is_null()) {
+      if (!js["schema"].is_object() && !js["schema"].is_boolean())
+        return bad("response_format.json_schema.schema", "must be a JSON Schema (an object or a boolean)");
+      out.schema = js["schema"];
+    }
+  } else {
+    return bad("response_format.type", "must be text, json_object or json_schema", {{"value", type}});
+  }
+  r.response_format = std::move(out);
+  return {};
+}
+
 // The fields both shapes share: sampling, stop, logit_bias, logprobs, scheduling, stream.
 Status readCommon(const json& b, ParsedRequest& p, std::set<std::string>& known) {
   CompletionRequest& r = p.req;
   known.insert({"model", "max_tokens", "temperature", "top_p", "top_k", "presence_penalty", "frequency_penalty",
                 "repetition_penalty", "seed", "stop", "logit_bias", "stream", "stream_options", "n", "user",
-                "priority", "session", "task", "preemptible", "metadata", "logprobs", "top_logprobs"});
+                "priority", "session", "task", "preemptible", "metadata", "logprobs", "top_logprobs",
+                "response_format"});
+  EWGPU_TRY(readResponseFormat(b, r));
   EWGPU_TRY(readString(b, "model", r.model));
   std::optional<uint32_t> n;
   EWGPU_TRY(readCount(b, "n", 1, 128, n));
@@ -140,7 +204,7 @@ Status rejectUnknown(const json& b, const std::set<std::string>& known) {
 Result<ParsedRequest> parseChatRequest(const json& b) {
   if (!b.is_object()) return bad("body", "the request must be a JSON object");
   ParsedRequest p;
-  std::set<std::string> known = {"messages", "max_completion_tokens", "response_format", "tools", "tool_choice",
+  std::set<std::string> known = {"messages", "max_completion_tokens", "tools", "tool_choice",
                                  "parallel_tool_calls", "extra_body"};
   EWGPU_TRY(readCommon(b, p, known));
   std::optional<uint32_t> mct;
@@ -187,13 +251,6 @@ Result<ParsedRequest> parseChatRequest(const json& b) {
       return bad(f + ".content", "must be a string or a list of text parts");
     }
     p.req.messages.push_back({role == "developer" ? "system" : role, content});
-  }
-  if (b.contains("response_format") && !b["response_format"].is_null()) {
-    const json& rf = b["response_format"];
-    if (!rf.is_object() || !rf.contains("type") || !rf["type"].is_string())
-      return bad("response_format", "must be an object with a type");
-    if (rf["type"] != "text")
-      return unsupported("response_format", "structured output (json_object, json_schema) is not supported yet");
   }
   if (b.contains("tools") && !b["tools"].is_null() && !(b["tools"].is_array() && b["tools"].empty()))
     return unsupported("tools", "tool calling is not supported");

@@ -24,6 +24,7 @@ override UNROLL: u32 = 8u;          // logits each invocation loads at once in t
 @group(0) @binding(2) var<storage, read_write> counts: array<u32>;  // [S, V]: bit 31 prompt, bits 0..30 generated
 @group(0) @binding(3) var<storage, read_write> rows: array<u32>;    // [B, 8]
 @group(0) @binding(4) var<storage, read_write> out: array<u32>;     // [B, KMAX, 44]
+@group(0) @binding(5) var<storage, read> mask: array<u32>;         // [B, ceil(V/32)]: allowed tokens (P_MASK rows)
 
 const NBINS = 256u;
 const RG = 16u;  // reduction group size
@@ -49,6 +50,7 @@ const P_N_LOGPROBS = 18u;
 const P_N_BIAS = 19u;
 const P_BIAS = 20u;
 const P_WANT_LOGPROB = 52u;
+const P_MASK = 53u;  // 1: only tokens whose bit is set in the row's mask may be sampled, and the row pauses after it
 
 var<workgroup> hist: array<atomic<u32>, NBINS * HIST_COPIES>;
 var<workgroup> cum: array<u32, NBINS>;  // combined histogram
@@ -440,6 +442,25 @@ fn collect_top(n: u32, tn: u32, tid: u32) {
 
 // ---- the step ----
 
+// A grammar row (P_MASK): every token whose bit is clear in the row's mask gets -FLT_MAX, after penalties and
+// bias, so no later pass (max, top-k, top-p, the draw, logprobs) can pick it. One invocation per mask word.
+fn apply_mask(b: u32, tid: u32) {
+  let words = (V + 31u) / 32u;
+  for (var w = tid; w < words; w += WG) {
+    let bits = mask[b * words + w];
+    if (bits == 0xFFFFFFFFu) {
+      continue;
+    }
+    for (var j = 0u; j < 32u; j++) {
+      let i = w * 32u + j;
+      if (i < V && ((bits >> j) & 1u) == 0u) {
+        logits[g_base + i] = -FLT_MAX;
+      }
+    }
+  }
+  storageBarrier();
+}
+
 // Penalties on tokens seen in the prompt or generated (HF repetition; OpenAI presence/frequency on generated
 // counts only), then logit_bias; all in place.
 fn apply_penalties(st: array<u32, 72>, slot: u32, tid: u32) {
@@ -524,6 +545,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let slot = row[0];
   let generated = row[3];
   apply_penalties(p, slot, tid);
+  let masked = p[P_MASK] != 0u;
+  if (masked) {
+    apply_mask(b, tid);
+  }
 
   // Max (and greedy argmax) of the processed logits.
   var bk = 0u;
@@ -667,7 +692,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   if (ADVANCE_POS) {
     rows[r + 1u] = row[1] + 1u;
   }
-  rows[r + 2u] = select(1u, 0u, finish != 0u);
+  // A grammar row pauses after each token (active 0, finish none): the host computes its next mask from the
+  // token and re-activates it for the next submission.
+  rows[r + 2u] = select(1u, 0u, finish != 0u || masked);
   rows[r + 3u] = gen;
   rows[r + 4u] = token;
   rows[r + 5u] = row[5] + 1u;

@@ -32,6 +32,7 @@ enum : uint32_t {
   kPNBias = 19,
   kPBias = 20,
   kPWantLogprob = 52,
+  kPMask = 53,
 };
 
 Error outOfRange(const std::string& field, const nlohmann::json& value, const std::string& allowed) {
@@ -173,6 +174,7 @@ void encodeParams(const SamplingParams& p, uint32_t* row64) {
     row64[kPBias + 2 * j + 1] = std::bit_cast<uint32_t>(p.logit_bias[j].second);
   }
   row64[kPWantLogprob] = p.logprobs ? 1u : 0u;
+  row64[kPMask] = p.token_mask ? 1u : 0u;
 }
 
 SampleOut decodeOut(const uint32_t* row44) {

@@ -25,6 +25,8 @@ inline constexpr uint32_t kSampleMaxStop = 8;             // stop token ids per 
 inline constexpr uint32_t kSampleMaxBias = 16;            // logit_bias pairs per request
 inline constexpr uint32_t kSampleInactive = 0xFFFFFFFFu;  // out token of a step where the row was inactive
 inline constexpr uint32_t kCountPromptBit = 0x80000000u;  // counts: token occurs in the prompt
+// Words of one row of the allowed-token mask buffer [B, ceil(V/32)] (bit id % 32 of word id / 32).
+inline constexpr uint32_t sampleMaskWords(uint32_t vocab) { return (vocab + 31) / 32; }
 
 // Word indices of rows[b*8 + i].
 enum SampleRowField : uint32_t {
@@ -53,6 +55,9 @@ struct SamplingParams {
   uint32_t n_logprobs = 0;                                     // top logprobs per step, <= 20 (needs logprobs)
   bool logprobs = false;                                       // write the sampled token's logprob
   std::vector<std::pair<int32_t, float>> logit_bias;           // <= 16 (id in [0, vocab), value in [-100, 100])
+  // A grammar row (structured output): only the tokens set in the row of the kernel's mask buffer may be
+  // sampled, and the row pauses (active 0, finish none) after every token, for the host to compute the next mask.
+  bool token_mask = false;
 
   // BAD_REQUEST (detail: field, value, allowed range) when a value is out of range for this vocabulary.
   Status validate(int vocab) const;

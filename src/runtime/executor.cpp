@@ -8,6 +8,9 @@ namespace ewgpu {
 namespace {
 
 std::atomic<uint64_t> g_ticket{0};  // process-wide submission order, for drivers with several executors
+// InFlight::lane_gens of a lane whose output in that submission belongs to no sequence (a grammar row waiting for
+// its previous token, computed paused).
+constexpr uint32_t kNotOurs = 0xFFFFFFFFu;
 
 // Longest suffix of `text` that is a proper prefix of some stop string (held back until it resolves).
 size_t heldSuffix(const std::string& text, const std::vector<std::string>& stops) {
@@ -52,6 +55,7 @@ Executor::Executor(gpu::Context& ctx, Forward& fwd, const Tokenizer* tok, uint32
   else if (!b) init_ = std::move(b).error();
   else if (!c) init_ = std::move(c).error();
   else {
+    mask_host_.assign(sampleMaskWords((uint32_t)fwd.model().config.vocab), 0);
     rb_out_[0] = std::move(*a);
     rb_out_[1] = std::move(*b);
     rb_pout_ = std::move(*c);
@@ -80,6 +84,9 @@ Status Executor::start(uint32_t r, RowRequest req) {
   if (r >= rows_.size() || rows_[r].used)
     return makeError(ErrorCode::kInternal, "row is not free", {{"row", r}, {"rows", rows_.size()}});
   EWGPU_TRY(checkRowRequest(req, ctx_len, vocab));
+  if (req.grammar && (!req.grammar->vocab || req.grammar->vocab->size() > (uint32_t)vocab))
+    return makeError(ErrorCode::kInternal, "the grammar's vocabulary does not fit the model's", {{"field", "response_format"}});
+  req.sampling.token_mask = req.grammar != nullptr;
   req.sampling.max_tokens = std::min<uint32_t>(req.sampling.max_tokens, ctx_len - (uint32_t)req.prompt.size());
   Row& row = rows_[r];
   const uint32_t gen = row.gen + 1;
@@ -88,6 +95,7 @@ Status Executor::start(uint32_t r, RowRequest req) {
   row.used = true;
   row.req = std::move(req);
   if (tok_) row.detok.emplace(*tok_);
+  if (row.req.grammar) row.matcher = std::make_unique<grammar::Matcher>(row.req.grammar);
   // The row gets a GPU lane with its last prefill chunk, which samples the first token (queued after any work
   // still in flight for the lane's previous sequence, which therefore finishes first).
   return {};
@@ -101,6 +109,7 @@ std::string Executor::stop(uint32_t r) {
   row.used = false;
   row.detok.reset();
   row.pending.clear();
+  row.matcher.reset();
   freeLane(row);
   return tail;
 }
@@ -157,6 +166,7 @@ void Executor::failAll() {
   for (auto& r : rows_) {
     r.used = false;
     r.detok.reset();
+    r.matcher.reset();
     freeLane(r);
   }
 }
@@ -173,6 +183,10 @@ uint32_t Executor::decodeNeed() const {
   for (uint32_t r = 0; r < rows_.size(); ++r) {
     const Row& row = rows_[r];
     if (!row.used || !(row.decoding || row.last_issued)) continue;
+    if (row.matcher) {  // one step, and only once its last token is back (its mask depends on it)
+      if (row.decoding && !row.grammar_busy && row.sampled < row.req.sampling.max_tokens) need = std::max(need, 1u);
+      continue;
+    }
     int64_t left = (int64_t)row.req.sampling.max_tokens - row.sampled - (row.decoding ? 0 : 1);
     for (const auto& f : in_flight_)
       if (!f.prefill)
@@ -233,12 +247,16 @@ Status Executor::issuePrefill(uint32_t r) {
     ctx_.write(fwd_.counts(), (uint64_t)slot * V * 4, counts.data(), V * 4ull);
   }
   int lane = row.lane;
-  if (last) {  // the prefill sampler reads its own parameter row; the decode lane gets its copy
+  if (last) {  // the prefill sampler reads its own parameter row (and mask); the decode lane gets its copy
     if (lane < 0) lane = takeLane(r);
     uint32_t params[Forward::kParamWords];
     encodeParams(row.req.sampling, params);
     ctx_.write(fwd_.prefillParams(), 0, params, sizeof params);
     ctx_.write(fwd_.params(), (uint64_t)lane * sizeof params, params, sizeof params);
+    if (row.matcher) {
+      writeMask(row, fwd_.prefillMask(), 0);
+      row.grammar_busy = true;
+    }
   }
   uint32_t prow[Forward::kRowWords] = {slot, row.prefilled, 1, 0, 0, 0, 0, 0};
   uint32_t meta[4] = {T, slot, 0, 0};
@@ -294,11 +312,24 @@ Status Executor::issueDecode(uint32_t need) {
   }
   const uint64_t RW = Forward::kRowWords * 4;
   for (uint32_t l = 0; l < A; ++l) {
-    const Row& row = rows_[lane_row_[l]];
+    Row& row = rows_[lane_row_[l]];
+    // A grammar row takes part only when its last token is back (it was paused by the sampler after it): its next
+    // mask goes to its lane and its GPU row is switched on again. A busy one is computed paused, and this
+    // submission's output for its lane is not its own (kNotOurs).
+    const bool grammar_step = row.matcher && row.used && row.decoding && !row.grammar_busy;
     f.lane_rows.push_back((uint32_t)lane_row_[l]);
-    f.lane_gens.push_back(row.gen);
+    f.lane_gens.push_back(row.matcher && !grammar_step ? kNotOurs : row.gen);
     bool moved = false;
-    for (const auto& [from, to] : moves) moved |= to == l;
+    uint32_t from_lane = l;
+    for (const auto& [from, to] : moves)
+      if (to == l) moved = true, from_lane = from;
+    if (grammar_step) {
+      writeMask(row, fwd_.mask(), (uint64_t)l * mask_host_.size());
+      // The row's GPU state is still at its old lane when this write lands (the move is a copy in the submission).
+      const uint32_t one = 1;
+      ctx_.write(fwd_.rows(), from_lane * RW + kRowActive * 4, &one, 4);
+      row.grammar_busy = true;
+    }
     if (moved) {
       uint32_t params[Forward::kParamWords];
       encodeParams(row.req.sampling, params);
@@ -354,6 +385,7 @@ void Executor::consume(const InFlight& f, std::vector<RowEvent>& events) {
     Row& row = rows_[f.row];
     if (!row.used || row.gen != f.gen) return;
     row.decoding = true;
+    row.grammar_busy = false;
     RowEvent ev;
     ev.row = f.row;
     ev.first = true;
@@ -365,6 +397,7 @@ void Executor::consume(const InFlight& f, std::vector<RowEvent>& events) {
   for (uint32_t l = 0; l < f.lane_rows.size(); ++l) {
     const uint32_t r = f.lane_rows[l];
     if (!rows_[r].used || rows_[r].gen != f.lane_gens[l] || !rows_[r].decoding) continue;
+    rows_[r].grammar_busy = false;
     RowEvent ev;
     ev.row = r;
     for (uint32_t k = 0; k < f.steps && !ev.finished; ++k) {
@@ -382,6 +415,9 @@ void Executor::deliver(uint32_t r, const SampleOut& o, RowEvent& ev) {
   ++row.sampled;
   ++ev.sampled;
   if (o.finish == SampleFinish::kStop) return finishRow(r, "stop", ev);  // the stop token itself is not shown
+  // The mask allowed only tokens the grammar takes; one it does not take (a NaN logit tying with the masked
+  // ones) ends the document here rather than break it.
+  if (row.matcher && !row.matcher->acceptToken(o.token)) return finishRow(r, "stop", ev);
   ev.tokens.push_back({o.token, o.logprob, o.top});
   row.pending += row.detok ? row.detok->push(o.token) : std::string();
   // Stop strings: the earliest match ends the text there; nothing after it is shown.
@@ -394,6 +430,7 @@ void Executor::deliver(uint32_t r, const SampleOut& o, RowEvent& ev) {
   const size_t hold = heldSuffix(row.pending, row.req.stop_strings);
   ev.text += row.pending.substr(0, row.pending.size() - hold);
   row.pending.erase(0, row.pending.size() - hold);
+  if (row.matcher && row.matcher->mustEnd()) return finishRow(r, "stop", ev);  // the document is complete
   if (o.finish == SampleFinish::kLength) finishRow(r, "length", ev);
 }
 
@@ -407,9 +444,18 @@ void Executor::finishRow(uint32_t r, const std::string& reason, RowEvent& ev) {
   row.pending.clear();
   row.used = false;
   row.detok.reset();
+  row.matcher.reset();
   freeLane(row);
   ev.finished = true;
   ev.finish_reason = reason;
+}
+
+void Executor::writeMask(Row& row, const gpu::Buffer& buf, uint64_t at) {
+  const auto t0 = std::chrono::steady_clock::now();
+  row.matcher->fillMask(mask_host_, row.req.sampling.stop_token_ids);
+  stats_.grammar_mask_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  ++stats_.grammar_masks;
+  ctx_.write(buf, at * 4, mask_host_.data(), mask_host_.size() * 4);
 }
 
 }  // namespace ewgpu

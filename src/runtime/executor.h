@@ -10,6 +10,10 @@
 // a per-row generation number decides. step() never blocks; wait() is for native drivers.
 // Stop token ids and max_tokens are enforced on the GPU (a row goes inactive and later steps emit nothing); stop
 // strings on the CPU (text after the match is discarded, the row is deactivated before the next submission).
+// A grammar row (structured output, RowRequest::grammar) samples through an allowed-token mask the CPU computes
+// from the tokens so far, so it runs one step per submission: the sampler pauses it after its token, and it joins
+// the next submission issued after that token was read back (with its new mask). Rows without a grammar keep K
+// steps per submission and the pipeline depth; a submission with only grammar rows runs one step.
 #pragma once
 
 #include "gpu/readback.h"
@@ -29,6 +33,8 @@ struct ExecutorStats {
   uint64_t submissions = 0, decode_steps = 0, prefill_chunks = 0, readbacks = 0;
   uint64_t row_steps = 0;  // Σ over decode steps of the rows computed (active lanes)
   uint32_t max_decodes_in_flight = 0;  // the most decode submissions ever queued at once (<= pipeline depth)
+  uint64_t grammar_masks = 0;          // allowed-token masks computed for grammar rows
+  double grammar_mask_ms = 0;          // CPU time spent computing them
 };
 
 // BAD_REQUEST (empty prompt, token ids outside the vocabulary, empty stop strings, sampling values) or
@@ -74,6 +80,8 @@ class Executor final : public RowBackend {
     uint32_t sampled = 0;    // tokens sampled and consumed so far
     std::optional<StreamingDetokenizer> detok;
     std::string pending;     // text held back: could start a stop string
+    std::unique_ptr<grammar::Matcher> matcher;  // grammar rows only
+    bool grammar_busy = false;  // a submission that samples this grammar row's next token is in flight
     int lane = -1;           // the GPU lane from the last prefill chunk on (-1: none)
   };
   // A submission whose readback has not been consumed yet.
@@ -99,6 +107,8 @@ class Executor final : public RowBackend {
   void deliver(uint32_t r, const SampleOut& o, RowEvent& ev);
   void finishRow(uint32_t r, const std::string& reason, RowEvent& ev);
   void failAll();
+  // Computes the grammar row's allowed-token mask and writes it to `buf` at word offset `at`.
+  void writeMask(Row& row, const gpu::Buffer& buf, uint64_t at);
   void freeLane(Row& row);
   int takeLane(uint32_t r);  // the lowest free lane, now owned by row r
 
@@ -115,6 +125,7 @@ class Executor final : public RowBackend {
   std::vector<int> lane_row_;  // per lane: the row it holds (-1: free)
   std::deque<InFlight> in_flight_;  // oldest first
   gpu::Readback rb_out_[2], rb_pout_;
+  std::vector<uint32_t> mask_host_;  // [ceil(vocab/32)]
   Status init_;
   ExecutorStats stats_;
 };

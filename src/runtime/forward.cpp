@@ -144,6 +144,8 @@ Status Forward::createBuffers() {
   EWGPU_ASSIGN(pmeta_, buffer(16, "prefill-meta", nullptr));
   EWGPU_ASSIGN(pids_, buffer(T * 4, "prefill-ids", act));
   EWGPU_ASSIGN(pparams_, buffer(kParamWords * 4, "prefill-params", nullptr));
+  EWGPU_ASSIGN(mask_, buffer(B * sampleMaskWords(V) * 4, "token-mask", nullptr));
+  EWGPU_ASSIGN(pmask_, buffer(sampleMaskWords(V) * 4, "prefill-token-mask", nullptr));
   EWGPU_ASSIGN(pout_, buffer(kOutWords * 4, "prefill-out", nullptr));
   EWGPU_ASSIGN(plogits_, buffer(V * 4, "prefill-logits", act));
   EWGPU_ASSIGN(phidden_, buffer(T * H * 4, "prefill-hidden", act));
@@ -290,8 +292,8 @@ Status Forward::createDecodeOps() {
                       {"WG", sampleWorkgroupSize(ctx_.info())}, {"UNROLL", sampleUnroll()}};
     auto k = ctx_.kernel("sample", sk);
     if (!k) return std::move(k).error();
-    auto bg = pass ? ctx_.bindGroup(**k, {{&plogits_}, {&pparams_}, {&counts_}, {&prows_}, {&pout_}})
-                   : ctx_.bindGroup(**k, {{&logits_}, {&params_}, {&counts_}, {&rows_}, {&out_}});
+    auto bg = pass ? ctx_.bindGroup(**k, {{&plogits_}, {&pparams_}, {&counts_}, {&prows_}, {&pout_}, {&pmask_}})
+                   : ctx_.bindGroup(**k, {{&logits_}, {&params_}, {&counts_}, {&rows_}, {&out_}, {&mask_}});
     if (!bg) return std::move(bg).error();
     (pass ? psample_ : sample_) = *k;
     (pass ? psample_bg_ : sample_bg_) = std::move(*bg);

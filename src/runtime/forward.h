@@ -80,6 +80,8 @@ class Forward {
   const gpu::Buffer& params() const { return params_; }        // [max_batch, 64]
   const gpu::Buffer& counts() const { return counts_; }        // [slots, vocab]
   const gpu::Buffer& out() const { return out_; }              // [max_batch, max_steps, 44]
+  const gpu::Buffer& mask() const { return mask_; }            // [max_batch, ceil(vocab/32)]: grammar rows' allowed tokens
+  const gpu::Buffer& prefillMask() const { return pmask_; }    // [ceil(vocab/32)]: the prefill sampler's
   const gpu::Buffer& logits() const { return logits_; }        // [max_batch, vocab]
   const gpu::Buffer& prefillRows() const { return prows_; }    // [1, 8]
   const gpu::Buffer& prefillMeta() const { return pmeta_; }    // [T, slot]
@@ -131,7 +133,8 @@ class Forward {
   ForwardStats stats_;
   uint32_t chunk_ = 0, ctx_len_ = 0;
 
-  gpu::Buffer rows_, rows_tmp_, active_, params_, counts_, out_, logits_, hidden_, qkv_, proj_, mix_, act_, prep_;
+  gpu::Buffer rows_, rows_tmp_, active_, params_, counts_, out_, mask_, pmask_, logits_, hidden_, qkv_, proj_, mix_, act_,
+      prep_;
   gpu::Buffer prows_, pmeta_, pids_, pparams_, pout_, plogits_, phidden_, pnormed_, pqkv_, pproj_, pq_, pmix_, pact_,
       pprep_, plast_;
   gpu::Buffer rope_;

@@ -6,10 +6,12 @@
 #pragma once
 
 #include "base/error.h"
+#include "grammar/matcher.h"
 #include "kernels/sampling.h"
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,9 @@ struct RowRequest {
   SamplingParams sampling;  // max_tokens, stop ids, temperature, ...
   std::vector<std::string> stop_strings;
   uint64_t prefill_order = 0;  // among rows waiting to prefill, the lowest goes first (the policy's priority)
+  // Structured output: the tokens must follow this grammar (null: unconstrained). The row decodes one token per
+  // submission (its next mask needs the token), and ends with "stop" when the document is complete.
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
 };
 
 struct TokenInfo {

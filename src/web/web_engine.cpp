@@ -116,6 +116,10 @@ Result<JobSpec> prepare(Host& h, const CompletionRequest& req, const Model** out
                      "the prompt is " + std::to_string(ids.size()) + " tokens; the context window of " + m.id + " is " +
                          std::to_string(m.context),
                      {{"field", field}, {"prompt_tokens", ids.size()}, {"context_window", m.context}});
+  // Structured output needs the model's vocabulary trie and the grammar matcher, which this host does not build yet.
+  if (req.response_format && req.response_format->type != "text")
+    return makeError(ErrorCode::kUnsupported, "response_format: structured output is not in the browser build yet",
+                     {{"field", "response_format"}});
   SamplingParams s = m.defaults;
   if (req.temperature) s.temperature = *req.temperature;
   if (req.top_p) s.top_p = *req.top_p;

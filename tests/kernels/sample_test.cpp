@@ -4,6 +4,7 @@
 // state across K steps in one submission, logprobs and top-n. Outputs are poisoned first; inputs are random.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <chrono>
@@ -57,7 +58,7 @@ std::vector<uint32_t> readWords(Context& ctx, const Buffer& buf, size_t words) {
 // (copied into `logits` before each dispatch, standing in for the forward pass). K <= kKmax.
 struct Rig {
   uint32_t B = 0, V = 0, K = 0;
-  Buffer logits, steps, params, counts, rows, out;
+  Buffer logits, steps, params, counts, rows, out, mask;  // mask: [B, ceil(V/32)], all zero unless a test sets it
   const gpu::Kernel* kernel = nullptr;
   gpu::BindGroup bg;
   std::vector<float> step_logits;  // host copy of `steps`
@@ -79,6 +80,7 @@ Rig makeRig(uint32_t B, uint32_t V, uint32_t K, bool advance = true, gpu::Consta
   r.counts = makeBuffer(ctx, size_t(B) * V * 4, "counts");
   r.rows = makeBuffer(ctx, size_t(B) * kSampleRowWords * 4, "rows");
   r.out = makeBuffer(ctx, size_t(B) * kKmax * kSampleOutWords * 4, "out");
+  r.mask = makeBuffer(ctx, size_t(B) * sampleMaskWords(V) * 4, "mask");
   // The production workgroup size for this device (1024 on large GPUs, 256 on SwiftShader) and unroll, unless
   // `extra` sets them.
   gpu::Constants constants{{"V", V}, {"KMAX", kKmax}, {"ADVANCE_POS", advance ? 1 : 0}, {"WRITE_STATS", 1},
@@ -90,7 +92,7 @@ Rig makeRig(uint32_t B, uint32_t V, uint32_t K, bool advance = true, gpu::Consta
   auto k = ctx.kernel("sample", constants);
   EXPECT_TRUE(k.ok()) << k.error().toString();
   r.kernel = *k;
-  auto bg = ctx.bindGroup(*r.kernel, {{&r.logits}, {&r.params}, {&r.counts}, {&r.rows}, {&r.out}});
+  auto bg = ctx.bindGroup(*r.kernel, {{&r.logits}, {&r.params}, {&r.counts}, {&r.rows}, {&r.out}, {&r.mask}});
   EXPECT_TRUE(bg.ok()) << bg.error().toString();
   r.bg = std::move(*bg);
   std::vector<uint32_t> poison(size_t(B) * kKmax * kSampleOutWords, 0x7FC00000u);
@@ -527,6 +529,56 @@ TEST(SampleKernel, StopIdsAndMaxTokensFinishRowsAcrossStepsInOneSubmission) {
     EXPECT_EQ(rw[kRowActive], 0u);
     EXPECT_EQ(rw[kSampleRowWords + kRowGenerated], 4u);
     EXPECT_EQ(rw[2 * kSampleRowWords + kRowPos], advance ? K : 0u);
+  }
+}
+
+// Structured output: a row with token_mask samples only tokens its mask row allows (greedy: the argmax over them;
+// temperature 1: never a masked one, and top logprobs renormalised over them), then pauses; a row without
+// token_mask ignores its mask row (all zero here) and matches the reference step for step.
+TEST(SampleKernel, TokenMaskRestrictsGrammarRowsOnly) {
+  const uint32_t V = kSmallVocab, B = 3, K = 3, W = sampleMaskWords(V);
+  std::mt19937 rng(23);
+  Rig r = makeRig(B, V, K);
+  r.step_logits = randomLogits(rng, size_t(K) * B * V, 3.0f);
+  std::vector<uint32_t> mask(size_t(B) * W, 0);
+  std::vector<int32_t> allowed;
+  for (uint32_t i = 0; i < V; ++i)
+    if (rng() % 7 == 0) allowed.push_back((int32_t)i);
+  for (uint32_t b = 0; b < 2; ++b)
+    for (int32_t i : allowed) mask[b * W + i / 32] |= 1u << (i % 32);
+  sharedContext().write(r.mask, 0, mask.data(), mask.size() * 4);
+  std::vector<SamplingParams> p(B);
+  p[0].temperature = 0, p[0].token_mask = true;
+  p[1].temperature = 1, p[1].token_mask = true, p[1].logprobs = true, p[1].n_logprobs = 3, p[1].seed = 5;
+  p[2].temperature = 0;  // no grammar: its all-zero mask row must not matter
+  upload(r, p, {freshRow(0, 4), freshRow(1, 4), freshRow(2, 4)});
+  runSteps(r, K);
+  auto out = readWords(sharedContext(), r.out, size_t(B) * kKmax * kSampleOutWords);
+  std::vector<float> row0(r.stepRow(0, 0).begin(), r.stepRow(0, 0).end());
+  int32_t best = allowed[0];
+  for (int32_t i : allowed)
+    if (row0[i] > row0[best]) best = i;
+  SampleOut g = outAt(out, r, 0, 0);
+  EXPECT_EQ(g.token, best);
+  SampleOut t = outAt(out, r, 1, 0);
+  ASSERT_TRUE(t.active);
+  EXPECT_TRUE(std::binary_search(allowed.begin(), allowed.end(), t.token)) << t.token;
+  ASSERT_EQ(t.top.size(), 3u);
+  for (const auto& x : t.top) EXPECT_TRUE(std::binary_search(allowed.begin(), allowed.end(), x.id)) << x.id;
+  for (uint32_t b = 0; b < 2; ++b) {  // paused after one token: later steps of the submission emit nothing
+    EXPECT_EQ(outAt(out, r, b, 0).finish, SampleFinish::kNone);
+    EXPECT_FALSE(outAt(out, r, b, 1).active);
+    EXPECT_FALSE(outAt(out, r, b, 2).active);
+  }
+  auto rw = readWords(sharedContext(), r.rows, size_t(B) * kSampleRowWords);
+  EXPECT_EQ(rw[kRowActive], 0u);
+  EXPECT_EQ(rw[kRowFinish], 0u);
+  EXPECT_EQ(rw[kRowGenerated], 1u);
+  EXPECT_EQ(rw[kRowPos], 5u);
+  EXPECT_EQ(rw[kRowToken], (uint32_t)best);
+  for (uint32_t k = 0; k < K; ++k) {  // the unmasked row: plain argmax every step
+    std::vector<float> l(r.stepRow(k, 2).begin(), r.stepRow(k, 2).end());
+    EXPECT_EQ(outAt(out, r, 2, k).token, (int32_t)(std::max_element(l.begin(), l.end()) - l.begin()));
   }
 }
 
