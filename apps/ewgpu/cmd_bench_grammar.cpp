@@ -88,6 +88,7 @@ struct GrammarFlags {
   std::vector<std::string> tokenizers;
   std::string model, adapter;
   uint32_t rows = 4, tokens = 64;
+  bool json = false;
 };
 
 Result<double> decodeRate(Engine& e, const CompletionRequest& r) {
@@ -99,12 +100,25 @@ Result<double> decodeRate(Engine& e, const CompletionRequest& r) {
 }
 
 int runBenchGrammar(const GrammarFlags& f) {
+  json out = {{"tokenizers", json::array()}};
   for (const auto& path : f.tokenizers) {
     auto tok = Tokenizer::fromFile(path);
-    if (!tok) return reportError(tok.error(), false);
+    if (!tok) return reportError(tok.error(), f.json);
     auto t0 = Clock::now();
     auto v = grammar::vocabularyOf(*tok);
     const double build_ms = msSince(t0);
+    if (f.json) {
+      json rows = json::array();
+      for (const auto& [name, schema] : benchSchemas()) {
+        MaskRow r = maskCost(v, name, schema);
+        rows.push_back({{"schema", r.schema}, {"compile_ms", r.compile_ms}, {"tokens", r.tokens},
+                        {"masks_computed", r.misses}, {"ms_per_computed_mask", r.miss_ms},
+                        {"max_mask_ms", r.max_mask_ms}, {"mean_mask_ms", r.mean_mask_ms}});
+      }
+      out["tokenizers"].push_back({{"path", path}, {"vocab", v->size()}, {"trie_nodes", v->nodes().size()},
+                                   {"trie_ms", build_ms}, {"schemas", rows}});
+      continue;
+    }
     std::printf("%s: %u tokens, trie of %zu nodes built in %.1f ms\n\n", path.c_str(), v->size(), v->nodes().size(),
                 build_ms);
     std::printf("| schema | compile ms | tokens | masks computed (not cached) | ms per computed mask | max ms | mean ms per token |\n");
@@ -116,16 +130,19 @@ int runBenchGrammar(const GrammarFlags& f) {
     }
     std::printf("\n");
   }
-  if (f.model.empty()) return 0;
+  if (f.model.empty()) {
+    if (f.json) std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
 
   EngineOptions eo;
   eo.rows = f.rows;
   eo.adapter = f.adapter;
   auto eng = Engine::create(eo);
-  if (!eng) return reportError(eng.error(), false);
+  if (!eng) return reportError(eng.error(), f.json);
   Engine& e = **eng;
   auto info = e.load(f.model)->wait();
-  if (!info) return reportError(info.error(), false);
+  if (!info) return reportError(info.error(), f.json);
   auto request = [&](uint32_t i, bool grammar) {
     CompletionRequest r;
     r.prompt = "Story " + std::to_string(i) + ": once";
@@ -137,7 +154,7 @@ int runBenchGrammar(const GrammarFlags& f) {
     return r;
   };
   // Warm-up: every pipeline once, with and without a grammar row.
-  if (auto w = decodeRate(e, request(0, true)); !w) return reportError(w.error(), false);
+  if (auto w = decodeRate(e, request(0, true)); !w) return reportError(w.error(), f.json);
   auto batch = [&](uint32_t free_rows, bool grammar_row, double* grammar_rate) -> Result<double> {
     std::vector<CompletionHandle> hs;
     for (uint32_t i = 0; i < free_rows + (grammar_row ? 1 : 0); ++i) {
@@ -159,9 +176,16 @@ int runBenchGrammar(const GrammarFlags& f) {
   auto alone = batch(free_rows, false, nullptr);
   auto beside = batch(free_rows, true, &g_rate);
   auto only = batch(0, true, &g_alone);
-  if (!alone) return reportError(alone.error(), false);
-  if (!beside) return reportError(beside.error(), false);
-  if (!only) return reportError(only.error(), false);
+  if (!alone) return reportError(alone.error(), f.json);
+  if (!beside) return reportError(beside.error(), f.json);
+  if (!only) return reportError(only.error(), f.json);
+  if (f.json) {
+    out["decode"] = {{"model", info->id}, {"tokens_per_row", f.tokens}, {"free_rows", free_rows},
+                     {"free_rows_tok_s", *alone}, {"free_rows_beside_grammar_tok_s", *beside},
+                     {"grammar_row_beside_tok_s", g_rate}, {"grammar_row_alone_tok_s", g_alone}};
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
   std::printf("%s, %u tokens per row, greedy, decode tok/s (sum over rows):\n\n", info->id.c_str(), f.tokens);
   std::printf("| batch | free rows tok/s | grammar row tok/s | free rows vs alone |\n| --- | ---: | ---: | ---: |\n");
   std::printf("| %u free rows | %.1f | - | 1.00x |\n", free_rows, *alone);
@@ -176,13 +200,14 @@ Registration reg{{"bench grammar",
                     auto f = std::make_shared<GrammarFlags>();
                     app.add_option("--tokenizer", f->tokenizers, "a tokenizer.json to measure the mask on (repeatable)");
                     app.add_option("--model", f->model, "a model folder or store id: decode with and without a grammar row");
-                    app.add_option("--adapter", f->adapter, "adapter name substring (e.g. swiftshader)");
+                    addAdapterFlag(app, f->adapter);
                     app.add_option("--rows", f->rows, "decode rows (the grammar run adds its row to rows - 1 free ones)")
                         ->check(bounded<uint32_t>(2, 8))
                         ->capture_default_str();
                     app.add_option("--tokens", f->tokens, "tokens per row")
                         ->check(bounded<uint32_t>(2, 4096))
                         ->capture_default_str();
+                    addJsonFlag(app, f->json);
                     return [f] { return runBenchGrammar(*f); };
                   }}};
 
