@@ -9,6 +9,12 @@ namespace ewgpu::kernels {
 namespace {
 constexpr std::pair<Activations, std::string_view> kActivationNames[] = {
     {Activations::kAuto, "auto"}, {Activations::kF32, "f32"}, {Activations::kInt8, "int8"}, {Activations::kInt16, "int16"}};
+
+// A tuning knob from the environment (0 when unset): the GEMV sweeps' overrides of the defaults below.
+uint32_t knob(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? (uint32_t)std::strtoul(v, nullptr, 10) : 0;
+}
 }  // namespace
 
 std::string_view activationsName(Activations a) {
@@ -35,10 +41,6 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
     return makeError(ErrorCode::kInternal, "SwiGLU gemv needs an unsplit weight", {{"chunks", w.w_chunks.size()}});
   const DeviceInfo& d = ctx.info();
   // EWGPU_GEMV_TPR / _RPT / _KSPLIT override the defaults below (tuning sweeps on a new GPU; bench/h200_run.sh).
-  auto knob = [](const char* name) -> uint32_t {
-    const char* v = std::getenv(name);
-    return v ? (uint32_t)std::strtoul(v, nullptr, 10) : 0;
-  };
   // Rows per thread group: each x value loaded from cache serves RPT weight rows (f32 x is 8x the bytes of
   // q4 weights, so without reuse the kernel is bound by cache bandwidth, not memory). 8 on CPU adapters, where
   // SwiftShader pays per invocation and per staged-x load more than per weight row: the Qwen3-0.6B shape decoded
@@ -139,15 +141,12 @@ Result<GemvOp> GemvOp::createBatched(gpu::Context& ctx, const LinearWeights& w, 
   // One tile size for every batch (rows past the active count are skipped): engines of 3, 8 or 32 rows share
   // their pipelines.
   // EWGPU_GEMVB_BT / _TPR / _RPT / _KT override the defaults below (tuning sweeps on a new GPU).
-  auto knob = [](const char* name) -> uint32_t {
-    const char* v = std::getenv(name);
-    return v ? (uint32_t)std::strtoul(v, nullptr, 10) : 0;
-  };
   // The tile: 16 rows on CPU adapters; 4 on GPUs, where more workgroups beat more reuse per weight word (H200,
   // Llama-3.2-1B shape, 1 / 8 / 32 streams: 86 / 371 / 560 tok/s with 16 rows and 4 weight rows per thread group,
   // 336 / 962 / 1013 with 4 and 1; docs/measurements/h200-run12/).
   const bool cpu = d.cpuAdapter();
-  const uint32_t bt = cfg.batch_tile ? cfg.batch_tile : knob("EWGPU_GEMVB_BT") ? knob("EWGPU_GEMVB_BT") : cpu ? 16u : 4u;
+  uint32_t bt = cfg.batch_tile ? cfg.batch_tile : knob("EWGPU_GEMVB_BT");
+  if (!bt) bt = cpu ? 16u : 4u;
   // Lanes per row: 8 on GPUs (a warp then covers 4 rows of 32 contiguous bytes each, and a workgroup 32 thread
   // groups, so a staged activation tile serves many weight rows); the subgroup width where it is smaller.
   uint32_t tpr = cfg.tpr ? cfg.tpr : knob("EWGPU_GEMVB_TPR");
