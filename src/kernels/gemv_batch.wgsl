@@ -11,6 +11,12 @@
 // Grid: (ceil(active rows / BT), ceil(rows / (WG / TPR · RPT))): the batch tile is the fastest dimension, so the
 // workgroups that read the same weights run next to each other. Row b's sum is computed in the same order whatever
 // the number of active rows and the tile it falls in, so a sequence's logits do not depend on its neighbours.
+// Q8 (q4 formats, GPUs with the packed dot product): binding 4 holds x̂ already normalised and quantized per
+// 32-element group by gemv_quant.wgsl (one or two int8 digits, a zero point and a step per group; NORM is done
+// there), a thread group owns 4 weight rows, its lanes take whole groups (16-byte weight loads), and each group's
+// codes meet every active row's digits in dot4I8Packed: about 3 instructions per 8 weights and row instead of the
+// f32 path's 8 multiply-adds plus 16 staged-x loads, and each digit word loaded serves 4 weight rows. KSPLIT
+// thread groups share 4 rows, each over every KSPLIT-th group of K, so small matrices still fill the GPU.
 //#enable subgroups
 
 override QFMT: u32 = 0u;
@@ -29,19 +35,26 @@ override WG: u32 = 256u;
 override SG_REDUCE: bool = false;
 override RPT: u32 = 1u;         // weight rows per thread group: (EPI 2 ? 2 : 1) · RPT · BT ≤ MAXACC
 override KT: u32 = 256u;        // K elements staged per tile (multiple of 8)
+override Q8: bool = false;      // int8 x̂ from gemv_quant.wgsl in binding 4 (QFMT ≤ 1, RPT 4, BT ≤ MAXBT_Q8)
+override Q8_DIGITS: u32 = 2u;   // 1 or 2
+override Q8_ROW: u32 = 4u;      // u32s per row of the quantized x̂ (gemv_quant.wgsl's ROW_U32)
+override KSPLIT: u32 = 1u;      // Q8: thread groups sharing 4 weight rows, each over every KSPLIT-th group of K
 
 const MAXACC: u32 = 64u;
 const MAXBT: u32 = 32u;
+const MAXBT_Q8: u32 = 8u;
 
 @group(0) @binding(0) var<storage, read> w: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> s: array<u32>;
 @group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
-@group(0) @binding(4) var<storage, read> norm_w: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> nq: array<vec4<u32>>;  // f32 path: norm_w (bit patterns); Q8: x̂ quantized
 @group(0) @binding(5) var<storage, read> bias: array<f32>;
 @group(0) @binding(6) var<storage, read> meta_b: array<u32>;  // [0]: active rows
 
-var<workgroup> xs: array<vec4<f32>, BT * KT / 4u>;
+var<workgroup> xs: array<vec4<f32>, select(BT * KT / 4u, 1u, Q8)>;
+// Q8 with KSPLIT > 1: thread group tg's lane sums, [tg · BT + b] (the SwiGLU "up" halves after WG / TPR · BT).
+var<workgroup> part: array<vec4<f32>, select(1u, 2u * (WG / TPR) * BT, Q8 && KSPLIT > 1u)>;
 var<workgroup> red: array<f32, WG>;
 var<workgroup> rinv: array<f32, MAXBT>;
 
@@ -113,9 +126,129 @@ fn reduceLanes(v: f32, lid: u32) -> f32 {
   return r;
 }
 
+fn dot32(lo: vec4<u32>, hi: vec4<u32>, q0: vec4<u32>, q1: vec4<u32>) -> i32 {
+  return dot4I8Packed(lo.x, q0.x) + dot4I8Packed(hi.x, q0.y) + dot4I8Packed(lo.y, q0.z) + dot4I8Packed(hi.y, q0.w) +
+         dot4I8Packed(lo.z, q1.x) + dot4I8Packed(hi.z, q1.y) + dot4I8Packed(lo.w, q1.z) + dot4I8Packed(hi.w, q1.w);
+}
+
+// One weight row's group: its codes split into low and high nibbles, and its scale.
+struct GroupW { lo: vec4<u32>, hi: vec4<u32>, sc: f32 }
+
+fn loadGroupW(row: u32, g: u32) -> GroupW {
+  let wv = w[row * groupsPerRow() + g];
+  return GroupW(wv & vec4<u32>(0x0F0F0F0Fu), (wv >> vec4<u32>(4u)) & vec4<u32>(0x0F0F0F0Fu), scaleOf(row, g));
+}
+
+// Σ (code - 7) · x̂ of one group against one staged row, in units of its digit-0 step (exact in i32).
+fn groupDotQ8(gw: GroupW, q: array<vec4<u32>, 4>, z: vec2<i32>) -> f32 {
+  var t = dot32(gw.lo, gw.hi, q[0], q[1]) - z.x;
+  if (Q8_DIGITS == 2u) { t = t * 254 + dot32(gw.lo, gw.hi, q[2], q[3]) - z.y; }
+  return f32(t) * gw.sc;
+}
+
+fn mainQ8(lid: u32, wid: vec3<u32>) {
+  let b0 = wid.x * BT;
+  let nbt = min(BT, meta_b[0] - min(meta_b[0], b0));  // active rows in this tile (uniform)
+  let tg = lid / TPR;
+  let lane = lid % TPR;
+  let ks = tg % KSPLIT;  // which groups of K this thread group sums
+  let logical_rows = select(N, N / 2u, EPI == 2u);
+  let base = wid.y * (WG / TPR / KSPLIT) * 4u + (tg / KSPLIT) * 4u;
+  let last = max(logical_rows, 1u) - 1u;
+  let h = select(0u, N / 2u, EPI == 2u);
+  let G = K / 32u;
+  var acc: array<vec4<f32>, MAXBT_Q8>;   // [b]: rows base .. base + 3
+  var accu: array<vec4<f32>, MAXBT_Q8>;  // SwiGLU "up" rows
+  for (var b = 0u; b < MAXBT_Q8; b++) {
+    acc[b] = vec4<f32>(0.0);
+    accu[b] = vec4<f32>(0.0);
+  }
+  for (var g = ks * TPR + lane; g < G; g += TPR * KSPLIT) {
+    var gw: array<GroupW, 4>;
+    var gu: array<GroupW, 4>;
+    for (var r = 0u; r < 4u; r++) {
+      gw[r] = loadGroupW(min(base + r, last), g);
+      if (EPI == 2u) { gu[r] = loadGroupW(min(base + r, last) + h, g); }
+    }
+    for (var b = 0u; b < BT; b++) {
+      if (b < nbt) {
+        let row = (b0 + b) * (Q8_ROW / 4u);  // vec4 index of the row's quantized x̂
+        var q: array<vec4<u32>, 4>;
+        q[0] = nq[row + 2u * g];
+        q[1] = nq[row + 2u * g + 1u];
+        let zi = Q8_DIGITS * G * 8u + g;   // u32 index within the row: the zero points, then the steps
+        let di = Q8_DIGITS * G * 9u + g;
+        var z = vec2<i32>(bitcast<i32>(nq[row + zi / 4u][zi % 4u]), 0);
+        if (Q8_DIGITS == 2u) {
+          q[2] = nq[row + 2u * (G + g)];
+          q[3] = nq[row + 2u * (G + g) + 1u];
+          z.y = bitcast<i32>(nq[row + (zi + G) / 4u][(zi + G) % 4u]);
+        }
+        let step = bitcast<f32>(nq[row + di / 4u][di % 4u]);
+        let d = select(step, step / 254.0, Q8_DIGITS == 2u);
+        acc[b] += d * vec4<f32>(groupDotQ8(gw[0], q, z), groupDotQ8(gw[1], q, z), groupDotQ8(gw[2], q, z),
+                                groupDotQ8(gw[3], q, z));
+        if (EPI == 2u) {
+          accu[b] += d * vec4<f32>(groupDotQ8(gu[0], q, z), groupDotQ8(gu[1], q, z), groupDotQ8(gu[2], q, z),
+                                   groupDotQ8(gu[3], q, z));
+        }
+      }
+    }
+  }
+  // Lane sums, then (KSPLIT > 1) the thread groups that share the rows, in a fixed order.
+  for (var b = 0u; b < BT; b++) {
+    let a = acc[b];
+    let u = accu[b];
+    acc[b] = vec4<f32>(reduceLanes(a.x, lid), reduceLanes(a.y, lid), reduceLanes(a.z, lid), reduceLanes(a.w, lid));
+    if (EPI == 2u) {
+      accu[b] = vec4<f32>(reduceLanes(u.x, lid), reduceLanes(u.y, lid), reduceLanes(u.z, lid), reduceLanes(u.w, lid));
+    }
+    if (KSPLIT > 1u && lane == 0u) {
+      part[tg * BT + b] = acc[b];
+      part[(WG / TPR + tg) * BT + b] = accu[b];
+    }
+  }
+  if (KSPLIT > 1u) {
+    workgroupBarrier();
+    if (ks == 0u) {
+      for (var b = 0u; b < BT; b++) {
+        var a = part[tg * BT + b];
+        var u = part[(WG / TPR + tg) * BT + b];
+        for (var j = 1u; j < KSPLIT; j++) {
+          a += part[(tg + j) * BT + b];
+          u += part[(WG / TPR + tg + j) * BT + b];
+        }
+        acc[b] = a;
+        accu[b] = u;
+      }
+    }
+  }
+  if (lane != 0u || ks != 0u) { return; }
+  for (var b = 0u; b < BT; b++) {  // constant trip counts keep acc in registers
+    for (var r = 0u; r < 4u; r++) {
+      let row = base + r;
+      if (b < nbt && row < logical_rows) {
+        let out = (b0 + b) * Y_STRIDE + ROW_OFFSET + row;
+        if (EPI == 2u) {
+          y[out] = acc[b][r] / (1.0 + exp(-acc[b][r])) * accu[b][r];
+        } else {
+          var v = acc[b][r];
+          if (HAS_BIAS) { v += bias[ROW_OFFSET + row]; }
+          if (EPI == 1u) { v += y[out]; }
+          y[out] = v;
+        }
+      }
+    }
+  }
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
   let lid = lidv.x;
+  if (Q8) {
+    mainQ8(lid, wid);
+    return;
+  }
   let b0 = wid.x * BT;
   let nbt = min(BT, meta_b[0] - min(meta_b[0], b0));  // active rows in this tile (uniform)
   if (NORM) {  // WG / BT threads per activation row sum its squares over K
@@ -153,7 +286,7 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
       var xi = vec4<f32>(0.0);
       if (b < nbt && k4 < K / 4u) {
         xi = x[(b0 + b) * (X_STRIDE / 4u) + k4];
-        if (NORM) { xi = xi * rinv[b] * norm_w[k4]; }
+        if (NORM) { xi = xi * rinv[b] * bitcast<vec4<f32>>(nq[k4]); }
         if (QFMT <= 1u) { xi = xi * prescale(k4 & 1u); }
       }
       xs[i] = xi;

@@ -15,6 +15,19 @@ uint32_t knob(const char* name) {
   const char* v = std::getenv(name);
   return v ? (uint32_t)std::strtoul(v, nullptr, 10) : 0;
 }
+// kAuto: two int8 digits on GPU adapters with the packed dot product, f32 elsewhere; EWGPU_GEMV_Q8=0 / 1 / 2
+// (f32 / int8 / int16) overrides it.
+Activations resolveActivations(Activations act, const DeviceInfo& d) {
+  if (act != Activations::kAuto) return act;
+  if (const char* e = std::getenv("EWGPU_GEMV_Q8"))
+    return std::string(e) == "1" ? Activations::kInt8 : std::string(e) == "2" ? Activations::kInt16 : Activations::kF32;
+  return d.packed_dot4 && !d.cpuAdapter() ? Activations::kInt16 : Activations::kF32;
+}
+
+// Output columns of a GEMV: N, or N / 2 for SwiGLU (gate and up halves).
+uint32_t out_w_of(const LinearWeights& w, const GemvConfig& cfg) {
+  return cfg.epi == Epilogue::kSwiGlu ? w.N / 2 : w.N;
+}
 }  // namespace
 
 std::string_view activationsName(Activations a) {
@@ -50,12 +63,7 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
   if (2 * rpt * cfg.batch > 32) rpt = std::max<uint32_t>(1, 16 / cfg.batch);
   const uint32_t out_w = cfg.epi == Epilogue::kSwiGlu ? w.N / 2 : w.N;
   const bool q4 = w.format == WeightFormat::kQ4F16 || w.format == WeightFormat::kQ4F32;
-  Activations act = cfg.act;
-  if (act == Activations::kAuto) {
-    act = d.packed_dot4 && !d.cpuAdapter() ? Activations::kInt16 : Activations::kF32;
-    if (const char* e = std::getenv("EWGPU_GEMV_Q8"))
-      act = std::string(e) == "1" ? Activations::kInt8 : std::string(e) == "2" ? Activations::kInt16 : Activations::kF32;
-  }
+  const Activations act = resolveActivations(cfg.act, d);
   const uint32_t groups_k = w.K / 32;
   const uint32_t digits = act == Activations::kInt16 ? 2 : 1;
   // The kernel's staged fast path (x in workgroup memory, f32 or int8): q4, one activation row, 4 or 8 rows per
@@ -140,49 +148,90 @@ Result<GemvOp> GemvOp::createBatched(gpu::Context& ctx, const LinearWeights& w, 
   const DeviceInfo& d = ctx.info();
   // One tile size for every batch (rows past the active count are skipped): engines of 3, 8 or 32 rows share
   // their pipelines.
-  // EWGPU_GEMVB_BT / _TPR / _RPT / _KT override the defaults below (tuning sweeps on a new GPU).
-  // The tile: 16 rows on CPU adapters; 4 on GPUs, where more workgroups beat more reuse per weight word (H200,
-  // Llama-3.2-1B shape, 1 / 8 / 32 streams: 86 / 371 / 560 tok/s with 16 rows and 4 weight rows per thread group,
-  // 336 / 962 / 1013 with 4 and 1; docs/measurements/h200-run12/).
+  // EWGPU_GEMVB_BT / _TPR / _RPT / _KT / _KSPLIT override the defaults below (tuning sweeps on a new GPU).
+  // The tile: 16 rows on CPU adapters; 4 on GPUs, where more workgroups beat more reuse per weight word. H200,
+  // Llama-3.2-1B shape, int8 x̂, steady decode at 1 / 8 / 16 / 32 streams: 749 / 3192 / 4760 / 5342 tok/s with 4
+  // rows, 572 / 2605 / 4150 / 5416 with 8 (f32 x̂, run 12: 4 rows 336 / 962 / - / 1013 aggregate, 16 rows 86 / 371 /
+  // - / 560); docs/measurements/h200-run13/.
   const bool cpu = d.cpuAdapter();
+  const bool q4 = w.format == WeightFormat::kQ4F16 || w.format == WeightFormat::kQ4F32;
+  // int8 x̂ (gemv_batch.wgsl's Q8 path) for q4 weights where the packed dot product exists, by the same rule as
+  // the single-row kernel: kInt16 (two digits) on GPU adapters by default, EWGPU_GEMV_Q8 overriding kAuto.
+  const Activations act = resolveActivations(cfg.act, d);
+  const bool q8 = q4 && act != Activations::kF32 && d.packed_dot4;
+  const uint32_t digits = act == Activations::kInt16 ? 2 : 1;
   uint32_t bt = cfg.batch_tile ? cfg.batch_tile : knob("EWGPU_GEMVB_BT");
   if (!bt) bt = cpu ? 16u : 4u;
+  if (q8) bt = std::min(bt, 8u);  // the Q8 path's accumulators: 4 weight rows (x 2 for SwiGLU) for each tile row
   // Lanes per row: 8 on GPUs (a warp then covers 4 rows of 32 contiguous bytes each, and a workgroup 32 thread
   // groups, so a staged activation tile serves many weight rows); the subgroup width where it is smaller.
   uint32_t tpr = cfg.tpr ? cfg.tpr : knob("EWGPU_GEMVB_TPR");
   if (!tpr) tpr = d.subgroups ? std::clamp<uint32_t>(d.subgroup_min_size, 4, 8) : 8;
   const bool sg = d.subgroups && tpr <= d.subgroup_min_size;
   const uint32_t halves = cfg.epi == Epilogue::kSwiGlu ? 2 : 1;
-  // Weight rows per thread group: as many as the 64 accumulators allow, at most 4.
+  // Weight rows per thread group: as many as the 64 accumulators allow, at most 4 (always 4 with int8 x̂).
   uint32_t rpt = cfg.rpt ? cfg.rpt : knob("EWGPU_GEMVB_RPT");
   if (!rpt) rpt = cpu ? std::clamp<uint32_t>(64 / (halves * bt), 1, 4) : 1;
-  if (halves * rpt * bt > 64)
+  if (q8) rpt = 4;
+  if (!q8 && halves * rpt * bt > 64)
     return makeError(ErrorCode::kInternal, "gemv_batch: too many accumulators", {{"rpt", rpt}, {"batch_tile", bt}});
-  // K tile: a multiple of 8 · tpr (every lane has a word) with the staged tile within 16 KB, at most K rounded up.
+  // int8 x̂: thread groups split K where a matrix has few rows, so that one active row still spreads over the GPU
+  // (a workgroup of 4-row thread groups, 8 lanes each, covers 128 rows: an o_proj of 2048 would be 16 workgroups).
+  // Fixed per op, like every tile parameter, so a row's sums never depend on the active count. H200, 1B shape,
+  // 8-row tiles, GPU ms per step at 1 / 8 / 32 rows: split 1: 2.28 / 4.78 / 5.91, 2: 1.96 / 3.46 / 5.29,
+  // 4: 1.84 / 2.74 / 5.15; 4-row tiles split 4: 1.66 / 2.47 / 5.43, split 8: 1.65 / 2.38 / 6.20.
+  uint32_t ksplit = 1;
+  if (q8) {
+    ksplit = cfg.ksplit ? cfg.ksplit : knob("EWGPU_GEMVB_KSPLIT");
+    if (!ksplit) ksplit = !cpu && out_w_of(w, cfg) < 16384 ? 4 : 1;
+    if ((256 / tpr) % ksplit)
+      return makeError(ErrorCode::kInternal, "gemv_batch: K split must divide the thread groups", {{"ksplit", ksplit}});
+  }
+  const uint32_t part_bytes = ksplit > 1 ? 2 * (256 / tpr) * bt * 16 : 0;  // the split's partial sums
+  // f32 x̂: the K tile, a multiple of 8 · tpr (every lane has a word) with the staged tile within 16 KB, at most K
+  // rounded up. (int8 x̂ is read from the quantized rows, not staged.)
   const uint32_t step = 8 * tpr;
   uint32_t kt = std::max<uint32_t>(step, 16384 / (4 * bt) / step * step);
   if (uint32_t k = knob("EWGPU_GEMVB_KT")) kt = std::max<uint32_t>(step, k / step * step);
   kt = std::min(kt, (w.K + step - 1) / step * step);
-  if (bt * kt * 4 + 256 * 4 + 128 > d.max_compute_workgroup_storage_size)
+  const uint32_t staged = (q8 ? 0 : bt * kt * 4) + part_bytes;
+  if (staged + 256 * 4 + 128 > d.max_compute_workgroup_storage_size)
     return makeError(ErrorCode::kInternal, "gemv_batch: tile does not fit workgroup memory", {{"kt", kt}});
-  const uint32_t out_w = cfg.epi == Epilogue::kSwiGlu ? w.N / 2 : w.N;
+  const uint32_t out_w = out_w_of(w, cfg);
   const uint32_t y_stride = cfg.y_stride ? cfg.y_stride : out_w;
   const uint32_t x_stride = cfg.x_stride ? cfg.x_stride : w.K;
-  const uint32_t rows_per_wg = 256 / tpr * rpt;
+  const uint32_t rows_per_wg = 256 / tpr / ksplit * rpt;
   GemvOp op;
   op.batch_ = cfg.batch;
   op.batch_tile_ = bt;
+  // int8 x̂: gemv_quant.wgsl normalises and quantizes each active row once per step into xq_ (layout there).
+  const uint32_t groups = w.K / 32;
+  const uint32_t row_u32 = (digits * groups * 9 + groups + 3) / 4 * 4;
+  if (q8) {
+    auto buf = ctx.createBuffer((uint64_t)cfg.batch * row_u32 * 4, gpu::BufferKind::kStorage, "gemv x̂ int8");
+    if (!buf) return std::move(buf).error();
+    op.xq_ = std::move(*buf);
+    gpu::Constants qk{{"K", w.K}, {"X_STRIDE", x_stride}, {"NORM", cfg.norm ? 1 : 0}, {"EPS", cfg.eps},
+                      {"DIGITS", digits}, {"ROW_U32", row_u32}};
+    auto kern = ctx.kernel("gemv_quant", qk);
+    if (!kern) return std::move(kern).error();
+    auto bg = ctx.bindGroup(**kern, {{&x}, {cfg.norm ? cfg.norm : &x}, {&op.xq_}, {cfg.active}});
+    if (!bg) return std::move(bg).error();
+    op.quant_.kernel = *kern;
+    op.quant_.bg = std::move(*bg);
+  }
   uint32_t row0 = 0;
   for (size_t c = 0; c < w.w_chunks.size(); ++c) {
     const uint32_t n = w.chunk_rows[c];
     gpu::Constants k{{"QFMT", (int)w.format}, {"N", n}, {"K", w.K}, {"BT", bt}, {"EPI", (int)cfg.epi},
                      {"NORM", cfg.norm ? 1 : 0}, {"HAS_BIAS", w.bias ? 1 : 0}, {"EPS", cfg.eps},
                      {"ROW_OFFSET", row0}, {"Y_STRIDE", y_stride}, {"X_STRIDE", x_stride}, {"TPR", tpr},
-                     {"SG_REDUCE", sg ? 1 : 0}, {"RPT", rpt}, {"KT", kt}};
+                     {"SG_REDUCE", sg ? 1 : 0}, {"RPT", rpt}, {"KT", kt}, {"Q8", q8 ? 1 : 0},
+                     {"Q8_DIGITS", digits}, {"Q8_ROW", row_u32}, {"KSPLIT", ksplit}};
     auto kern = ctx.kernel("gemv_batch", k);
     if (!kern) return std::move(kern).error();
     const gpu::Buffer* s = w.s_chunks.empty() ? w.w_chunks[c] : w.s_chunks[c];
-    const gpu::Buffer* nb = cfg.norm ? cfg.norm : &x;
+    const gpu::Buffer* nb = q8 ? &op.xq_ : cfg.norm ? cfg.norm : &x;
     const gpu::Buffer* bb = w.bias ? w.bias : &x;
     auto bg = ctx.bindGroup(**kern, {{w.w_chunks[c]}, {s}, {&x}, {&y}, {nb}, {bb}, {cfg.active}});
     if (!bg) return std::move(bg).error();
@@ -206,6 +255,7 @@ void GemvOp::record(gpu::Recorder& rec, uint32_t rows) const {
   }
   const uint32_t n = rows ? std::min(rows, batch_) : batch_;
   const uint32_t tiles = (n + batch_tile_ - 1) / batch_tile_;
+  if (quant_.kernel) rec.dispatch(*quant_.kernel, quant_.bg, n, 1);  // one workgroup per active row
   for (const auto& p : parts_) rec.dispatch(*p.kernel, p.bg, tiles, p.gy);
 }
 

@@ -15,8 +15,9 @@ namespace ewgpu::kernels {
 // Precision of x in a q4 GEMV. kInt8: x̂ quantized to int8 per 32-element group (step max|x̂| / 127) and
 // multiplied with dot4I8Packed (as llama.cpp's q8_1 activations): far fewer instructions than decoding the codes to
 // f32, which bounds the f32 kernel on large GPUs. kInt16: a second int8 digit carries the rounding residual
-// (16-bit fixed point per group, error ≤ 1/64516 of the group max), twice the dot products. Both apply where the
-// single-row staged fast path does (q4 formats, batch 1); elsewhere x stays f32. kAuto: kInt16 on GPU adapters with
+// (16-bit fixed point per group, error ≤ 1/64516 of the group max), twice the dot products. Both apply to q4 formats in
+// the single-row staged fast path (batch 1) and in the batched kernel (gemv_quant.wgsl quantizes each active row
+// once per step); elsewhere x stays f32. kAuto: kInt16 on GPU adapters with
 // WGSL's packed dot product, f32 on CPU adapters; EWGPU_GEMV_Q8=0 / 1 / 2 (f32 / int8 / int16) overrides kAuto.
 enum class Activations { kAuto, kF32, kInt8, kInt16 };
 // "auto", "f32", "int8", "int16" (the CLI's --activations values) and back; nullopt for any other name.
@@ -37,12 +38,12 @@ struct GemvConfig {
   uint32_t x_stride = 0, y_stride = 0;  // floats per batch row (0: K and the output width)
   uint32_t tpr = 0;                 // threads per row (0: device default)
   uint32_t rpt = 0;                 // rows per thread group (0: 4 / batch, at least 1)
-  uint32_t ksplit = 0;              // thread groups splitting K per row (0: by matrix size)
+  uint32_t ksplit = 0;              // thread groups splitting K per row (0: by matrix size; batched: int8 x̂ only)
   Activations act = Activations::kAuto;
   // batch > 1: u32 [1] holding the active rows of the step (rows 0..active-1 are computed, written on the GPU
   // queue before the submission; record() gets the same count for the grid).
   const gpu::Buffer* active = nullptr;
-  uint32_t batch_tile = 0;          // activation rows per workgroup of gemv_batch (0: 16)
+  uint32_t batch_tile = 0;          // activation rows per workgroup of gemv_batch (0: 16 on CPU adapters, else 4)
 };
 
 class GemvOp {
@@ -51,7 +52,7 @@ class GemvOp {
                                const GemvConfig& cfg);
   // `rows`: the active rows of this step (batched ops; 0 = every row). Single-row and q3 ops ignore it.
   void record(gpu::Recorder& rec, uint32_t rows = 0) const;
-  uint32_t dispatches() const { return (uint32_t)parts_.size(); }
+  uint32_t dispatches() const { return (uint32_t)parts_.size() + (quant_.kernel ? 1 : 0); }
   bool batched() const { return batch_tile_ > 0; }
 
  private:
@@ -64,6 +65,9 @@ class GemvOp {
                                       const gpu::Buffer& y, const GemvConfig& cfg);
   std::vector<Part> parts_;
   uint32_t batch_ = 1, batch_tile_ = 0;  // batched: gx = ceil(rows / batch_tile_)
+  // Batched with int8 x̂: the quantize dispatch before the parts, and the quantized rows it writes.
+  Part quant_;
+  gpu::Buffer xq_;
 };
 
 }  // namespace ewgpu::kernels

@@ -9,6 +9,44 @@ namespace {
 
 using namespace testing;
 
+// With int8 x̂ each element is off by at most half its group's step max|x̂| / 127 (/ 254 more with a second
+// digit), so output r of a plain projection is off by at most Σ_k |W[r, k]| · step(k) / 2. q8Steps(): step(k) for
+// one activation row x̂ (digits 0: f32, no step).
+std::vector<double> q8Steps(const std::vector<double>& xh, uint32_t digits) {
+  std::vector<double> step(xh.size(), 0.0);
+  if (!digits) return step;
+  for (size_t k = 0; k < xh.size(); ++k) step[k / 32 * 32] = std::max(step[k / 32 * 32], std::abs(xh[k]) / 127);
+  for (size_t k = 0; k < xh.size(); ++k) step[k] = step[k / 32 * 32] / (digits == 2 ? 254 : 1);
+  return step;
+}
+
+double q8RowBound(const PackedWeights& pw, uint32_t r, const std::vector<double>& step) {
+  double e = 0;
+  for (size_t k = 0; k < step.size(); ++k) e += std::abs((double)pw.deq[r * step.size() + k]) * step[k] / 2;
+  return e;
+}
+
+// SwiGLU's output bound from its halves' (|silu'| ≤ 1.1): |Δ(silu(g)·u)| ≤ 1.1·Eg·(|u| + Eu) + |silu(g)|·Eu.
+double swigluBound(double g, double u, double eg, double eu) {
+  return 1.1 * eg * (std::abs(u) + eu) + std::abs(g / (1 + std::exp(-g))) * eu;
+}
+
+// Every element within its quantization bound plus the f32 accumulation's own tolerance; returns the worst error
+// relative to max |want| and the mean of error / bound.
+std::pair<double, double> expectWithinQ8(const std::vector<float>& got, const std::vector<double>& want,
+                                         const std::vector<double>& bound, uint32_t k) {
+  double scale = 1e-6, worst = 0, mean_ratio = 0;
+  for (double v : want) scale = std::max(scale, std::abs(v));
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_FALSE(std::isnan(got[i])) << "element " << i << " not written";
+    double err = std::abs(got[i] - want[i]), tol = bound[i] + 2e-5 * std::sqrt((double)k / 64) * scale;
+    EXPECT_LE(err, tol) << "element " << i << " got " << got[i] << " want " << want[i];
+    worst = std::max(worst, err / scale);
+    if (bound[i] > 0) mean_ratio += err / bound[i] / (double)got.size();
+  }
+  return {worst, mean_ratio};
+}
+
 struct Case {
   int qfmt;
   uint32_t n, k, batch, epi;
@@ -35,39 +73,27 @@ void runCase(const Case& c, uint32_t seed) {
   for (auto& v : y0) v = nd(rng);
 
   std::vector<double> want(y0.begin(), y0.end());
-  // With int8 x̂ each element is off by at most half its group's step max|x̂| / 127 (/ 254 more with a second
-  // digit), so output r of a plain projection is off by at most bound[r] = Σ_k |W[r, k]| · step(k) / 2
-  // (propagated through SwiGLU below).
-  std::vector<double> bound(want.size(), 0.0);
+  std::vector<double> bound(want.size(), 0.0);  // the int8 x̂ error bound of each output
   for (uint32_t b = 0; b < c.batch; ++b) {
     std::vector<double> xh(c.k);
     double ss = 0;
     for (uint32_t k = 0; k < c.k; ++k) ss += (double)x[b * c.k + k] * x[b * c.k + k];
     double rinv = 1.0 / std::sqrt(ss / c.k + 1e-6);
     for (uint32_t k = 0; k < c.k; ++k) xh[k] = c.norm ? x[b * c.k + k] * rinv * nw[k] : x[b * c.k + k];
-    std::vector<double> step(c.k, 0.0);
-    for (uint32_t k = 0; k < c.k; ++k) step[k / 32 * 32] = std::max(step[k / 32 * 32], std::abs(xh[k]) / 127);
-    for (uint32_t k = 0; k < c.k; ++k) step[k] = step[k / 32 * 32] / (c.q8 == 2 ? 254 : 1);
+    const std::vector<double> step = q8Steps(xh, c.q8);
     auto rowdot = [&](uint32_t r) {
       double a = 0;
       for (uint32_t k = 0; k < c.k; ++k) a += (double)pw.deq[(size_t)r * c.k + k] * xh[k];
       return a;
-    };
-    auto rowbound = [&](uint32_t r) {
-      double e = 0;
-      for (uint32_t k = 0; k < c.k; ++k) e += std::abs((double)pw.deq[(size_t)r * c.k + k]) * step[k] / 2;
-      return e;
     };
     for (uint32_t r = 0; r < out_w; ++r) {
       double& o = want[b * y_stride + r];
       if (c.epi == 2) {
         double g = rowdot(r), u = rowdot(r + c.n / 2);
         o = g / (1 + std::exp(-g)) * u;
-        // |silu'| ≤ 1.1: |Δ(silu(g)·u)| ≤ 1.1·Eg·(|u| + Eu) + |silu(g)|·Eu
-        double eg = rowbound(r), eu = rowbound(r + c.n / 2);
-        bound[b * y_stride + r] = 1.1 * eg * (std::abs(u) + eu) + std::abs(g / (1 + std::exp(-g))) * eu;
+        bound[b * y_stride + r] = swigluBound(g, u, q8RowBound(pw, r, step), q8RowBound(pw, r + c.n / 2, step));
       } else {
-        bound[b * y_stride + r] = rowbound(r);
+        bound[b * y_stride + r] = q8RowBound(pw, r, step);
         double v = rowdot(r) + (c.bias ? bias[r] : 0.0);
         o = c.epi == 1 ? o + v : v;
       }
@@ -100,15 +126,7 @@ void runCase(const Case& c, uint32_t seed) {
     expectClose(got, want, 2e-5 * std::sqrt((double)c.k / 64), "gemv");
     return;
   }
-  double scale = 1e-6, worst = 0, mean_ratio = 0;
-  for (double v : want) scale = std::max(scale, std::abs(v));
-  for (size_t i = 0; i < got.size(); ++i) {
-    ASSERT_FALSE(std::isnan(got[i])) << "element " << i << " not written";
-    double err = std::abs(got[i] - want[i]), tol = bound[i] + 2e-5 * std::sqrt((double)c.k / 64) * scale;
-    EXPECT_LE(err, tol) << "element " << i << " got " << got[i] << " want " << want[i];
-    worst = std::max(worst, err / scale);
-    if (bound[i] > 0) mean_ratio += err / bound[i] / (double)got.size();
-  }
+  auto [worst, mean_ratio] = expectWithinQ8(got, want, bound, c.k);
   // One digit: rounding errors of independent elements mostly cancel, far inside the worst-case bound on average.
   // (With two the bound is 254x smaller and the f32 accumulation's own rounding is of its size.)
   if (c.q8 == 1) EXPECT_LT(mean_ratio, 0.2);
@@ -212,6 +230,8 @@ struct BatchCase {
   bool norm, bias;
   std::vector<uint32_t> active;  // active-row counts to run, each compared with the reference
   uint32_t tile = 0;             // batch tile (0: the op's default)
+  uint32_t q8 = 0;               // int8 x̂ digits (q4 formats; 0: f32 x̂)
+  uint32_t ksplit = 0;           // with int8 x̂: thread groups splitting K (0: the op's default)
 };
 
 void runBatchCase(const BatchCase& c, uint32_t seed) {
@@ -225,15 +245,17 @@ void runBatchCase(const BatchCase& c, uint32_t seed) {
   for (auto& v : nw) v = 1.0f + 0.3f * nd(rng);
   for (auto& v : bias) v = nd(rng);
   for (auto& v : y0) v = nd(rng);
-  std::vector<double> want(y0.begin(), y0.end());
+  std::vector<double> want(y0.begin(), y0.end()), bound(want.size(), 0.0);
   for (uint32_t b = 0; b < c.batch; ++b) {
     double ss = 0;
     for (uint32_t k = 0; k < c.k; ++k) ss += (double)x[b * x_stride + k] * x[b * x_stride + k];
     const double rinv = 1.0 / std::sqrt(ss / c.k + 1e-6);
+    std::vector<double> xh(c.k);
+    for (uint32_t k = 0; k < c.k; ++k) xh[k] = c.norm ? x[b * x_stride + k] * rinv * nw[k] : x[b * x_stride + k];
+    const std::vector<double> step = q8Steps(xh, c.q8);
     auto rowdot = [&](uint32_t r) {
       double a = 0;
-      for (uint32_t k = 0; k < c.k; ++k)
-        a += (double)pw.deq[(size_t)r * c.k + k] * (c.norm ? x[b * x_stride + k] * rinv * nw[k] : x[b * x_stride + k]);
+      for (uint32_t k = 0; k < c.k; ++k) a += (double)pw.deq[(size_t)r * c.k + k] * xh[k];
       return a;
     };
     for (uint32_t r = 0; r < out_w; ++r) {
@@ -241,9 +263,11 @@ void runBatchCase(const BatchCase& c, uint32_t seed) {
       if (c.epi == 2) {
         double g = rowdot(r), u = rowdot(r + c.n / 2);
         o = g / (1 + std::exp(-g)) * u;
+        bound[b * y_stride + r] = swigluBound(g, u, q8RowBound(pw, r, step), q8RowBound(pw, r + c.n / 2, step));
       } else {
         double v = rowdot(r) + (c.bias ? bias[r] : 0.0);
         o = c.epi == 1 ? o + v : v;
+        bound[b * y_stride + r] = q8RowBound(pw, r, step);
       }
     }
   }
@@ -269,6 +293,8 @@ void runBatchCase(const BatchCase& c, uint32_t seed) {
     GemvConfig cfg{(Epilogue)c.epi, c.batch, c.norm ? &bn : nullptr, 1e-6f, x_stride, y_stride};
     cfg.active = &bactive;
     cfg.batch_tile = c.tile;
+    cfg.act = c.q8 == 2 ? Activations::kInt16 : c.q8 == 1 ? Activations::kInt8 : Activations::kF32;
+    cfg.ksplit = c.ksplit;
     auto op = GemvOp::create(g, lw, bx, by, cfg);
     ASSERT_TRUE(op.ok()) << op.error().toString();
     ASSERT_TRUE(op->batched());
@@ -282,7 +308,15 @@ void runBatchCase(const BatchCase& c, uint32_t seed) {
     std::vector<double> want_active(want.begin(), want.begin() + (size_t)active * y_stride);
     for (uint32_t b = 0; b < active; ++b)  // padding columns are never written: they keep y0
       for (uint32_t r = out_w; r < y_stride; ++r) want_active[b * y_stride + r] = y0[b * y_stride + r];
-    expectClose(got_active, want_active, 2e-5 * std::sqrt((double)c.k / 64), "gemv_batch");
+    if (c.q8) {
+      std::vector<double> bound_active(bound.begin(), bound.begin() + (size_t)active * y_stride);
+      auto [worst, mean_ratio] = expectWithinQ8(got_active, want_active, bound_active, c.k);
+      if (c.q8 == 1) EXPECT_LT(mean_ratio, 0.2);
+      std::printf("[ q8 batch ] %u digit(s) n %u k %u epi %u active %u: worst error %.2e of max |y|, mean error / bound "
+                  "%.3f\n", c.q8, c.n, c.k, c.epi, active, worst, mean_ratio);
+    } else {
+      expectClose(got_active, want_active, 2e-5 * std::sqrt((double)c.k / 64), "gemv_batch");
+    }
     for (size_t i = (size_t)active * y_stride; i < got.size(); ++i) {
       if (i % y_stride < out_w) ASSERT_TRUE(std::isnan(got[i])) << "inactive row written at " << i;
     }
@@ -312,6 +346,25 @@ TEST(GemvBatch, ThirtyTwoRowsInTiles) {
   runBatchCase({0, 2 * 70, 544, 32, 2, true, false, {32, 17, 5}}, 500);
   runBatchCase({0, 150, 544, 32, 0, true, true, {32, 9}, 8}, 501);
   runBatchCase({3, 40, 128, 32, 1, false, false, {31, 1}}, 502);
+}
+
+// int8 x̂ (Q8) in the batched kernel: one and two digits, every epilogue, norm and bias, a K of several K tiles
+// with a partial last one, a row count that leaves a partial group of 4, 32 rows in tiles of 8 and active counts
+// that leave partial tiles. Each output within the quantization bound, and bit-identical across active counts.
+TEST(GemvBatch, Int8Activations) {
+  if (!ctx().info().packed_dot4) GTEST_SKIP() << "no WGSL packed dot product";
+  uint32_t seed = 600;
+  for (uint32_t digits : {1u, 2u})
+    for (int q : {0, 1})
+      for (uint32_t epi : {0u, 1u, 2u}) {
+        if (q == 1 && epi != 0) continue;  // q4f32_1 differs only in the scale load
+        SCOPED_TRACE("digits " + std::to_string(digits) + " qfmt " + std::to_string(q) + " epi " + std::to_string(epi));
+        runBatchCase({q, 2 * 37, 512, 3, epi, epi != 1, epi == 0, {3, 1, 2}, 0, digits}, seed++);
+      }
+  runBatchCase({0, 2 * 70, 1088, 32, 2, true, false, {32, 17, 5}, 8, 2}, seed++);
+  runBatchCase({0, 150, 1088, 32, 0, true, true, {32, 9}, 4, 2}, seed++);
+  // K split across 4 thread groups (the GPU default for matrices under 16384 rows), every epilogue.
+  for (uint32_t epi : {0u, 1u, 2u}) runBatchCase({0, 2 * 45, 1088, 8, epi, epi != 1, epi == 0, {8, 3}, 4, 2, 4}, seed++);
 }
 
 }  // namespace
