@@ -65,7 +65,7 @@ struct CompletionRequest {
 
 struct Usage {
   uint32_t prompt_tokens = 0, completion_tokens = 0;
-  uint32_t cached_tokens = 0;  // prompt tokens reused from earlier requests (0: prefix reuse is not built yet)
+  uint32_t cached_tokens = 0;  // prompt tokens reused from earlier requests (prefix reuse), not prefilled
 };
 
 struct Timings {
@@ -143,7 +143,7 @@ struct Features {
   double task_share = 0;
   bool gpu_sampling = true;
   bool batched_decode = false;  // rows > 1
-  bool kv_reuse = false;        // prefix reuse across requests: not built yet
+  bool kv_reuse = true;         // prefix reuse across requests (docs/prefix-reuse.md)
   bool structured_output = true;  // response_format json_object / json_schema
   nlohmann::json toJson() const;
 };

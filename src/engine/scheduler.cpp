@@ -186,6 +186,7 @@ void Scheduler::finish(uint64_t id, Outcome o, const std::string& reason, std::o
   r.error = std::move(err);
   r.usage.prompt_tokens = (uint32_t)j.spec.row.prompt.size();
   r.usage.completion_tokens = j.completion_tokens;
+  r.usage.cached_tokens = j.cached_tokens;
   r.logprobs = std::move(j.logprobs);
   r.index = j.spec.index;
   r.started_at_ms = j.started_at_ms;
@@ -197,7 +198,7 @@ void Scheduler::finish(uint64_t id, Outcome o, const std::string& reason, std::o
     t.ttft_ms = msBetween(j.t_submit, j.t_first);
     t.prefill_ms = msBetween(j.t_start, j.t_first);
     t.decode_ms = msBetween(j.t_first, j.t_last);
-    if (t.prefill_ms > 0) t.prefill_tok_s = r.usage.prompt_tokens / (t.prefill_ms / 1000);
+    if (t.prefill_ms > 0) t.prefill_tok_s = (r.usage.prompt_tokens - r.usage.cached_tokens) / (t.prefill_ms / 1000);
     if (t.decode_ms > 0 && j.completion_tokens > 1) t.decode_tok_s = (j.completion_tokens - 1) / (t.decode_ms / 1000);
     if (t.decode_tok_s > 0) {
       auto mi = models_.find(j.spec.model);
@@ -289,7 +290,10 @@ void Scheduler::apply(Model& m, const RowEvent& ev, Effects& fx) {
   if (m.row_job[ev.row] == 0 || it == jobs_.end()) return;
   Job& j = it->second;
   const auto now = Clock::now();
-  if (ev.first) j.t_first = now;
+  if (ev.first) {
+    j.t_first = now;
+    j.cached_tokens = ev.cached_tokens;
+  }
   if (ev.sampled) j.t_last = now;
   j.completion_tokens += ev.sampled;
   generated_ += ev.sampled;

@@ -112,6 +112,7 @@ class Scheduler {
     std::string text;
     std::vector<TokenInfo> logprobs;
     uint32_t completion_tokens = 0;
+    uint32_t cached_tokens = 0;
     Clock::time_point t_submit, t_start, t_first, t_last;
     int64_t started_at_ms = 0;
   };

@@ -14,6 +14,7 @@
 // Per block of WG positions: every thread scores one position (q·k over D with 16-byte loads), one workgroup
 // max (two barriers), then the threads split as D/4 columns × WG/(D/4) position lanes to accumulate p·v with
 // 16-byte coalesced loads. The softmax denominator is kept per thread and summed once at the end.
+// PAGED (kv_page.wgsl): K/V are addressed through the slot's page table at the tail of `rows`.
 override D: u32 = 64u;          // head dim, multiple of 4, ≤ 256
 override HQ: u32 = 1u;
 override HKV: u32 = 1u;
@@ -35,7 +36,7 @@ override PL: u32 = WG / DV;      // position lanes in the p·v accumulation
 
 @group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;  // [tokens, HQ, D] (unused with FUSED)
 @group(0) @binding(1) var<storage, read> rows: array<u32>;
-@group(0) @binding(2) var<storage, read_write> kc: array<vec4<f32>>; // [slots, HKV, CTX, D] (written with FUSED)
+@group(0) @binding(2) var<storage, read_write> kc: array<vec4<f32>>; // [slots, HKV, CTX, D] or pages (kv_page)
 @group(0) @binding(3) var<storage, read_write> vc: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read> qkv: array<f32>;      // projection output [tokens, width]
 @group(0) @binding(5) var<storage, read_write> out: array<vec4<f32>>;  // [tokens, HQ, D] or SPLIT partials
@@ -85,6 +86,8 @@ fn reduceSum(v: f32, lid: u32) -> f32 {
 
 //#include qk_rope
 
+//#include kv_page
+
 // FUSED: hb[0..D) = the head at qkv[src .. src + D) after the optional RMSNorm (weights norms[noff ..]) and the
 // rotary embedding at position p (as qk_prepare.wgsl). Uniform control flow (barriers).
 fn prepHead(src: u32, noff: u32, p: u32, lid: u32) {
@@ -114,7 +117,6 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
   let raw_pos = rows[b * 8u + 1u] + t;
   let pos = min(raw_pos, CTX - 1u);
   let g = h / (HQ / HKV);
-  let base = (slot * HKV + g) * CTX;
   if (FUSED) {
     let width = qkvWidth();
     let kbase = select(HQ * D, 2u * HQ * D, GATED);
@@ -132,8 +134,9 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
       vcur[lid] = vv;
       // Inactive rows (no sequence, or finished) must not touch the cache: their slot/pos are stale.
       if (h % (HQ / HKV) == 0u && wid.z == 0u && raw_pos < CTX && rows[b * 8u + 2u] != 0u) {
-        kc[(base + raw_pos) * DV + lid] = kv;
-        vc[(base + raw_pos) * DV + lid] = vv;
+        let at = kvRow(slot, g, raw_pos) * DV + lid;
+        kc[at] = kv;
+        vc[at] = vv;
       }
     }
   } else if (lid < DV) {
@@ -157,7 +160,7 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
     let pp = blk + lid;
     var s = -3.0e38;
     if (pp <= last) {
-      let kr = (base + pp) * DV;
+      let kr = kvRow(slot, g, pp) * DV;
       var d4 = vec4<f32>(0.0);
       if (FUSED && pp == raw_pos) {
         for (var j = 0u; j < DV; j++) { d4 += qs[j] * kcur[j]; }
@@ -175,9 +178,8 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
     acc *= corr;
     workgroupBarrier();
     let cnt = min(WG, last + 1u - blk);
-    let vr = (base + blk) * DV + col;
     for (var j = lane; j < cnt; j += PL) {
-      if (FUSED && blk + j == raw_pos) { acc += p[j] * vcur[col]; } else { acc += p[j] * vc[vr + j * DV]; }
+      if (FUSED && blk + j == raw_pos) { acc += p[j] * vcur[col]; } else { acc += p[j] * vc[kvRow(slot, g, blk + j) * DV + col]; }
     }
     workgroupBarrier();
   }

@@ -20,13 +20,15 @@ override EPS: f32 = 1e-6;
 @group(0) @binding(2) var<storage, read> rope: array<f32>;       // [CTX, R]: cos(pos·f_i) i < R/2, then sin
 @group(0) @binding(3) var<storage, read> norms: array<f32>;      // [2, D]: q_norm, k_norm (unused without QK_NORM)
 @group(0) @binding(4) var<storage, read_write> q_out: array<f32>; // [tokens, HQ, D]
-@group(0) @binding(5) var<storage, read_write> kc: array<f32>;   // [slots, HKV, CTX, D]
+@group(0) @binding(5) var<storage, read_write> kc: array<f32>;   // [slots, HKV, CTX, D] or pages (kv_page)
 @group(0) @binding(6) var<storage, read_write> vc: array<f32>;   // [slots, HKV, CTX, D]
 
 var<workgroup> buf: array<f32, D>;
 var<workgroup> red: array<f32, D>;
 
 //#include qk_rope
+
+//#include kv_page
 
 @compute @workgroup_size(D)
 fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -59,7 +61,7 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
   if (is_q) {
     q_out[(i * HQ + head) * D + d] = v;
   } else if (pos < CTX) {
-    let at = ((slot * HKV + kvh) * CTX + pos) * D + d;
+    let at = kvRow(slot, kvh, pos) * D + d;
     kc[at] = v;
     vc[at] = qkv[i * qkvWidth() + kbase + HKV * D + kvh * D + d];
   }

@@ -43,7 +43,7 @@ Status checkRowRequest(const RowRequest& req, uint32_t context, int vocab) {
 
 Executor::Executor(gpu::Context& ctx, Forward& fwd, const Tokenizer* tok, uint32_t steps, double submission_ms)
     : ctx_(ctx), fwd_(fwd), tok_(tok), steps_(std::clamp<uint32_t>(steps, 1, fwd.options().max_steps)),
-      submission_ms_(submission_ms) {
+      submission_ms_(submission_ms), cache_(fwd.pagePool(), fwd.stateSnapshots(), fwd.hybrid()) {
   const auto& o = fwd.options();
   rows_.resize(o.max_batch);
   lane_row_.assign(o.max_batch, -1);
@@ -88,6 +88,21 @@ Status Executor::start(uint32_t r, RowRequest req) {
     return makeError(ErrorCode::kInternal, "the grammar's vocabulary does not fit the model's", {{"field", "response_format"}});
   req.sampling.token_mask = req.grammar != nullptr;
   req.sampling.max_tokens = std::min<uint32_t>(req.sampling.max_tokens, ctx_len - (uint32_t)req.prompt.size());
+  // The sequence's KV pages: a cached prefix shared where there is one, fresh pages for the positions it can reach.
+  const uint32_t positions = std::min<uint32_t>(ctx_len, (uint32_t)req.prompt.size() + req.sampling.max_tokens);
+  auto lease = cache_.acquire(req.prompt, positions, reuse_);
+  if (!lease) return std::move(lease).error();
+  if (lease->copy_from != kNoPage || lease->snapshot >= 0) {  // resuming a snapshot: recorded now, in queue order
+    gpu::Recorder rec(ctx_);
+    if (lease->copy_from != kNoPage) fwd_.recordCopyPage(rec, lease->copy_from, lease->pages[lease->cached / kPageTokens]);
+    if (lease->snapshot >= 0) fwd_.recordRestoreState(rec, (uint32_t)lease->snapshot, r);
+    Status st = rec.submit();
+    if (!st) {
+      cache_.release(lease->pages);
+      return st;
+    }
+  }
+  fwd_.writePageTable(r, lease->pages);
   Row& row = rows_[r];
   const uint32_t gen = row.gen + 1;
   row = Row{};
@@ -96,6 +111,13 @@ Status Executor::start(uint32_t r, RowRequest req) {
   row.req = std::move(req);
   if (tok_) row.detok.emplace(*tok_);
   if (row.req.grammar) row.matcher = std::make_unique<grammar::Matcher>(row.req.grammar);
+  row.pages = std::move(lease->pages);
+  row.cached = row.prefilled = lease->cached;
+  stats_.cached_tokens += row.cached;
+  if (reuse_ && fwd_.hybrid() && fwd_.stateSnapshots() > 0) {
+    const uint32_t at = row.req.shared_prefix / kPageTokens * kPageTokens;
+    if (at > row.cached && at <= row.req.prompt.size()) row.snap_at = at;
+  }
   // The row gets a GPU lane with its last prefill chunk, which samples the first token (queued after any work
   // still in flight for the lane's previous sequence, which therefore finishes first).
   return {};
@@ -106,6 +128,7 @@ std::string Executor::stop(uint32_t r) {
   Row& row = rows_[r];
   std::string tail = row.pending;
   if (row.detok) tail += row.detok->flush();
+  retire(r, false);
   row.used = false;
   row.detok.reset();
   row.pending.clear();
@@ -164,11 +187,39 @@ Status Executor::wait() {
 void Executor::failAll() {
   in_flight_.clear();
   for (auto& r : rows_) {
+    cache_.release(r.pages);  // nothing of a failed device is worth keeping
+    r.pages.clear();
     r.used = false;
     r.detok.reset();
     r.matcher.reset();
     freeLane(r);
   }
+  cache_.clear();
+}
+
+void Executor::retire(uint32_t r, bool exact) {
+  Row& row = rows_[r];
+  if (row.pages.empty()) return;
+  if (reuse_) {
+    // The tokens whose KV is written (or queued): the prompt's submitted chunks, then every sampled token but the
+    // last (which no step has fed yet).
+    std::vector<int32_t> toks = row.req.prompt;
+    uint32_t known = row.prefilled;
+    if (row.decoding && row.prefilled == toks.size() && row.sampled_ids.size() > 1)
+      toks.insert(toks.end(), row.sampled_ids.begin(), row.sampled_ids.end() - 1);
+    if (row.decoding) known = (uint32_t)toks.size();
+    cache_.publish(toks, known, row.pages);
+    if (exact && row.decoding && fwd_.hybrid()) {
+      const int s = cache_.addSnapshot(toks, known, row.pages);
+      if (s >= 0) {
+        gpu::Recorder rec(ctx_);
+        fwd_.recordSaveState(rec, r, (uint32_t)s);
+        if (!rec.submit()) cache_.clear();  // the snapshot may be incomplete: forget every one
+      }
+    }
+  }
+  cache_.release(row.pages);
+  row.pages.clear();
 }
 
 // Steps worth submitting: the most any decoding row can still produce (max_tokens minus what it was given and
@@ -237,10 +288,12 @@ Status Executor::issue() {
 Status Executor::issuePrefill(uint32_t r) {
   Row& row = rows_[r];
   const uint32_t n = (uint32_t)row.req.prompt.size();
-  const uint32_t T = std::min<uint32_t>(fwd_.prefillChunk(), n - row.prefilled);
+  uint32_t T = std::min<uint32_t>(fwd_.prefillChunk(), n - row.prefilled);
+  if (row.snap_at > row.prefilled) T = std::min(T, row.snap_at - row.prefilled);  // a chunk ends at the snapshot
   const bool last = row.prefilled + T == n;
   const uint32_t slot = r;
-  if (row.prefilled == 0) {  // sampling state of the slot: penalties see the prompt
+  const bool first = !row.prefill_started;
+  if (first) {  // sampling state of the slot: penalties see the prompt
     const uint32_t V = (uint32_t)fwd_.model().config.vocab;
     std::vector<uint32_t> counts(V, 0);
     for (int32_t t : row.req.prompt) counts[t] |= kCountPromptBit;
@@ -268,13 +321,19 @@ Status Executor::issuePrefill(uint32_t r) {
     ctx_.write(fwd_.rows(), (uint64_t)lane * sizeof words, words, sizeof words);
   }
   gpu::Recorder rec(ctx_);
-  if (row.prefilled == 0) fwd_.recordResetSlot(rec, slot);
+  if (first && row.cached == 0) fwd_.recordResetSlot(rec, slot);  // a resumed snapshot was restored at start()
   fwd_.recordPrefillChunk(rec, T, last, last ? (uint32_t)lane : 0);
+  if (row.snap_at && row.prefilled + T == row.snap_at) {
+    const int s = cache_.addSnapshot(row.req.prompt, row.snap_at, row.pages);
+    if (s >= 0) fwd_.recordSaveState(rec, slot, (uint32_t)s);
+  }
   if (last) rb_pout_.record(rec, fwd_.prefillOut(), 0, Forward::kOutWords * 4);
   EWGPU_TRY(rec.submit());
   ++stats_.submissions;
   ++stats_.prefill_chunks;
+  row.prefill_started = true;
   row.prefilled += T;
+  if (reuse_) cache_.publish(row.req.prompt, row.prefilled, row.pages);  // concurrent sequences may share them now
   if (last) {
     row.last_issued = true;
     rb_pout_.requestMap(ctx_);
@@ -389,6 +448,7 @@ void Executor::consume(const InFlight& f, std::vector<RowEvent>& events) {
     RowEvent ev;
     ev.row = f.row;
     ev.first = true;
+    ev.cached_tokens = row.cached;
     deliver(f.row, o, ev);
     events.push_back(std::move(ev));
     return;
@@ -414,6 +474,7 @@ void Executor::deliver(uint32_t r, const SampleOut& o, RowEvent& ev) {
   if (!row.used) return;
   ++row.sampled;
   ++ev.sampled;
+  row.sampled_ids.push_back(o.token);
   if (o.finish == SampleFinish::kStop) return finishRow(r, "stop", ev);  // the stop token itself is not shown
   // The mask allowed only tokens the grammar takes; one it does not take (a NaN logit tying with the masked
   // ones) ends the document here rather than break it.
@@ -425,7 +486,7 @@ void Executor::deliver(uint32_t r, const SampleOut& o, RowEvent& ev) {
   for (const auto& stop : row.req.stop_strings) cut = std::min(cut, row.pending.find(stop));
   if (cut != std::string::npos) {
     row.pending.resize(cut);
-    return finishRow(r, "stop", ev);
+    return finishRow(r, "stop", ev, /*exact=*/false);  // the GPU may run steps past it
   }
   const size_t hold = heldSuffix(row.pending, row.req.stop_strings);
   ev.text += row.pending.substr(0, row.pending.size() - hold);
@@ -434,8 +495,9 @@ void Executor::deliver(uint32_t r, const SampleOut& o, RowEvent& ev) {
   if (o.finish == SampleFinish::kLength) finishRow(r, "length", ev);
 }
 
-void Executor::finishRow(uint32_t r, const std::string& reason, RowEvent& ev) {
+void Executor::finishRow(uint32_t r, const std::string& reason, RowEvent& ev, bool exact) {
   Row& row = rows_[r];
+  retire(r, exact);
   ev.text += row.pending;
   if (row.detok) {
     std::string rest = row.detok->flush();  // an incomplete UTF-8 tail: shown at a length cut, not after a stop

@@ -35,6 +35,7 @@ struct ExecutorStats {
   uint32_t max_decodes_in_flight = 0;  // the most decode submissions ever queued at once (<= pipeline depth)
   uint64_t grammar_masks = 0;          // allowed-token masks computed for grammar rows
   double grammar_mask_ms = 0;          // CPU time spent computing them
+  uint64_t cached_tokens = 0;          // prompt tokens reused (prefix reuse) instead of prefilled
 };
 
 // BAD_REQUEST (empty prompt, token ids outside the vocabulary, empty stop strings, sampling values) or
@@ -66,6 +67,11 @@ class Executor final : public RowBackend {
 
   // Decode submissions in flight at once: 1 (strict alternation of GPU work and CPU consumption) or 2 (default).
   Status setPipelineDepth(uint32_t depth);
+  // Prefix reuse across sequences (docs/prefix-reuse.md), on by default. Off: every prompt is prefilled from 0 and
+  // nothing is published or snapshotted (what was cached before stays until evicted).
+  void setPrefixReuse(bool on) { reuse_ = on; }
+  bool prefixReuse() const { return reuse_; }
+  PageCacheStats pageCacheStats() const { return cache_.stats(); }
   bool rowBusy(uint32_t row) const { return row < rows_.size() && rows_[row].used; }
   double stepMs() const { return step_ms_; }  // measured GPU time per decode step (0 until measured)
   const ExecutorStats& stats() const { return stats_; }
@@ -83,6 +89,11 @@ class Executor final : public RowBackend {
     std::unique_ptr<grammar::Matcher> matcher;  // grammar rows only
     bool grammar_busy = false;  // a submission that samples this grammar row's next token is in flight
     int lane = -1;           // the GPU lane from the last prefill chunk on (-1: none)
+    std::vector<uint32_t> pages;  // the slot's page table (PageCache lease)
+    uint32_t cached = 0;     // prompt tokens reused: the prefill started here
+    uint32_t snap_at = 0;    // hybrid: snapshot the recurrent state after this many prompt tokens (0: none)
+    bool prefill_started = false;
+    std::vector<int32_t> sampled_ids;  // every token sampled and consumed (a stop token included)
   };
   // A submission whose readback has not been consumed yet.
   struct InFlight {
@@ -105,7 +116,10 @@ class Executor final : public RowBackend {
   gpu::Readback& readbackOf(const InFlight& f) { return f.prefill ? rb_pout_ : rb_out_[f.buf]; }
   // Turns one sampled step of a row into its event (text, stop strings, finish).
   void deliver(uint32_t r, const SampleOut& o, RowEvent& ev);
-  void finishRow(uint32_t r, const std::string& reason, RowEvent& ev);
+  void finishRow(uint32_t r, const std::string& reason, RowEvent& ev, bool exact = true);
+  // Gives the row's pages back, first publishing what its sequence wrote; `exact`: its GPU state has seen exactly
+  // the tokens it was given (no steps ran past a CPU-side stop), so a hybrid model snapshots it.
+  void retire(uint32_t r, bool exact);
   void failAll();
   // Computes the grammar row's allowed-token mask and writes it to `buf` at word offset `at`.
   void writeMask(Row& row, const gpu::Buffer& buf, uint64_t at);
@@ -128,6 +142,8 @@ class Executor final : public RowBackend {
   std::vector<uint32_t> mask_host_;  // [ceil(vocab/32)]
   Status init_;
   ExecutorStats stats_;
+  PageCache cache_;
+  bool reuse_ = true;
 };
 
 }  // namespace ewgpu

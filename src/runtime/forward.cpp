@@ -27,6 +27,24 @@ kernels::GdnDims gdnDims(const ModelConfig& c) {
 // embed.wgsl's grid y for one row: a workgroup of 64 threads writes 512 elements.
 uint32_t embedGroupsPerRow(const ModelConfig& c) { return (c.hidden + 511) / 512; }
 
+// Bytes of one KV page (K and V of every attention layer) and of one recurrent-state snapshot (every GDN layer).
+uint64_t pageBytes(const ModelConfig& c) {
+  uint64_t b = 0;
+  for (int l = 0; l < c.n_layers; ++l)
+    if (c.isFullAttention(l)) b += 2ull * c.n_kv_heads * kPageTokens * c.head_dim * 4;
+  return b;
+}
+
+uint64_t snapshotBytes(const ModelConfig& c) {
+  const kernels::GdnDims gd = gdnDims(c);
+  uint64_t b = 0;
+  for (int l = 0; l < c.n_layers; ++l)
+    if (!c.isFullAttention(l)) b += (uint64_t)(gd.convStateFloats() + gd.stateFloats()) * 4;
+  return b;
+}
+
+uint32_t pagesFor(uint32_t positions) { return (positions + kPageTokens - 1) / kPageTokens; }
+
 uint32_t attnWidth(const ModelConfig& c) {
   return ((c.arch == Arch::kQwen3_5 ? 2u : 1u) * c.n_heads + 2u * c.n_kv_heads) * c.head_dim;
 }
@@ -47,6 +65,12 @@ Result<std::unique_ptr<Forward>> Forward::create(gpu::Context& ctx, const GpuMod
   f->ctx_len_ = o.context ? o.context : c.contextLength();
   f->chunk_ = o.prefill_chunk ? o.prefill_chunk : (uint32_t)std::clamp(c.prefill_chunk, 16, 1024);
   f->chunk_ = std::min(f->chunk_, f->ctx_len_);
+  f->pps_ = pagesFor(f->ctx_len_);
+  const uint64_t pool = (uint64_t)o.slots * f->pps_ + (o.cache_pages == ForwardOptions::kAuto ? f->pps_ : o.cache_pages);
+  if (pool >= (1ull << 24))
+    return makeError(ErrorCode::kBadRequest, "too many KV pages", {{"pages", pool}, {"cache_pages", o.cache_pages}});
+  f->pool_ = (uint32_t)pool;
+  f->snaps_ = f->hybrid() ? (o.snapshots == ForwardOptions::kAuto ? o.slots + 1 : std::min(o.snapshots, 1024u)) : 0;
   if (c.hidden % 32 || c.head_dim % 4 || c.head_dim > 256)
     return makeError(ErrorCode::kInvalidModelFolder, "unsupported dimensions for the GPU kernels",
                      {{"hidden", c.hidden}, {"head_dim", c.head_dim}, {"problem", "hidden % 32 or head_dim > 256"}});
@@ -79,11 +103,9 @@ Result<std::unique_ptr<Forward>> Forward::create(gpu::Context& ctx, const GpuMod
 
 uint64_t Forward::slotBytes(const ModelConfig& c, uint32_t context) {
   const kernels::GdnDims gd = gdnDims(c);
-  uint64_t b = (uint64_t)c.vocab * 4;  // sampling counts
-  for (int l = 0; l < c.n_layers; ++l)
-    b += c.isFullAttention(l) ? 2ull * c.n_kv_heads * context * c.head_dim * 4
-                              : (uint64_t)(gd.convStateFloats() + gd.stateFloats()) * 4;
-  return b;
+  (void)gd;
+  // Sampling counts, the slot's own KV pages, its recurrent state.
+  return (uint64_t)c.vocab * 4 + pagesFor(context) * pageBytes(c) + snapshotBytes(c);
 }
 
 uint64_t Forward::fixedBytes(const ModelConfig& c, uint32_t rows, uint32_t context, uint32_t prefill_chunk) {
@@ -95,7 +117,9 @@ uint64_t Forward::fixedBytes(const ModelConfig& c, uint32_t rows, uint32_t conte
   const uint64_t per_token = (uint64_t)c.hidden * 2 + attnWidth(c) + projw + mixw + c.intermediate + prepw + qd;
   const uint64_t per_row = (uint64_t)c.vocab + c.hidden + attnWidth(c) + projw + mixw + c.intermediate + prepw +
                            (uint64_t)c.n_heads * 16 * (c.head_dim + 4);  // attention partials at most
-  return 4 * ((rows + 1) * per_row + (uint64_t)prefill_chunk * per_token + (uint64_t)context * c.rotaryDim());
+  // Prefix reuse at its defaults: one context of cached pages, the trash and scratch pages, rows + 1 snapshots.
+  const uint64_t reuse = (pagesFor(context) + 2) * pageBytes(c) + (gdn ? (rows + 1) * snapshotBytes(c) : 0);
+  return 4 * ((rows + 1) * per_row + (uint64_t)prefill_chunk * per_token + (uint64_t)context * c.rotaryDim()) + reuse;
 }
 
 uint32_t Forward::rowsThatFit(const ModelConfig& c, uint32_t context, uint64_t weight_bytes, uint64_t budget) {
@@ -118,7 +142,8 @@ Status Forward::createBuffers() {
   const uint64_t mixw = std::max<uint64_t>(qd, c.arch == Arch::kQwen3_5 ? gd.outWidth() : 0);
   const uint64_t projw = c.arch == Arch::kQwen3_5 ? gd.projWidth() : 1, prepw = c.arch == Arch::kQwen3_5 ? gd.prepWidth() : 1;
   uint64_t* act = &stats_.activation_bytes;
-  EWGPU_ASSIGN(rows_, buffer(B * kRowWords * 4, "rows", nullptr));
+  const uint64_t tables = (uint64_t)opts_.slots * pps_;  // page-table words after the rows
+  EWGPU_ASSIGN(rows_, buffer((B * kRowWords + tables) * 4, "rows", nullptr));
   EWGPU_ASSIGN(rows_tmp_, buffer(B * kRowWords * 4, "rows-scratch", nullptr));
   EWGPU_ASSIGN(active_, buffer(16, "active-rows", nullptr));
   const uint32_t all[4] = {(uint32_t)B, 0, 0, 0};
@@ -140,7 +165,13 @@ Status Forward::createBuffers() {
   if (const char* e = std::getenv("EWGPU_ATTN_SPLIT")) attn_split_ = std::clamp<uint32_t>(std::atoi(e), 1, 64);
   if (attn_split_ > 1)
     EWGPU_ASSIGN(attn_part_, buffer(B * c.n_heads * attn_split_ * (c.head_dim + 4) * 4, "attention-partials", act));
-  EWGPU_ASSIGN(prows_, buffer(kRowWords * 4, "prefill-rows", nullptr));
+  EWGPU_ASSIGN(prows_, buffer((kRowWords + tables) * 4, "prefill-rows", nullptr));
+  {
+    std::vector<uint32_t> ident(tables);
+    for (uint32_t i = 0; i < tables; ++i) ident[i] = i;  // slot s on pages [s * pps, (s + 1) * pps)
+    ctx_.write(rows_, B * kRowWords * 4, ident.data(), tables * 4);
+    ctx_.write(prows_, kRowWords * 4, ident.data(), tables * 4);
+  }
   EWGPU_ASSIGN(pmeta_, buffer(16, "prefill-meta", nullptr));
   EWGPU_ASSIGN(pids_, buffer(T * 4, "prefill-ids", act));
   EWGPU_ASSIGN(pparams_, buffer(kParamWords * 4, "prefill-params", nullptr));
@@ -176,14 +207,25 @@ Status Forward::createBuffers() {
 
   for (int l = 0; l < c.n_layers; ++l) {
     gpu::Buffer kc, vc, cs, st;
+    gpu::Buffer sc, ss;
     if (c.isFullAttention(l)) {
-      uint64_t kv = (uint64_t)opts_.slots * c.n_kv_heads * ctx_len_ * c.head_dim * 4;
+      // The page pool and the trash page: [pool + 1, HKV, kPageTokens, D].
+      uint64_t kv = ((uint64_t)pool_ + 1) * c.n_kv_heads * kPageTokens * c.head_dim * 4;
       EWGPU_ASSIGN(kc, buffer(kv, "k-cache", &stats_.kv_bytes));
       EWGPU_ASSIGN(vc, buffer(kv, "v-cache", &stats_.kv_bytes));
+      if (!page_scratch_.handle())
+        EWGPU_ASSIGN(page_scratch_, buffer((uint64_t)c.n_kv_heads * kPageTokens * c.head_dim * 4, "kv-page-scratch",
+                                           &stats_.kv_bytes));
     } else {
       EWGPU_ASSIGN(cs, buffer(opts_.slots * gd.convStateFloats() * 4, "conv-state", &stats_.state_bytes));
       EWGPU_ASSIGN(st, buffer(opts_.slots * gd.stateFloats() * 4, "gdn-state", &stats_.state_bytes));
+      if (snaps_) {
+        EWGPU_ASSIGN(sc, buffer(snaps_ * gd.convStateFloats() * 4ull, "conv-state-snapshots", &stats_.state_bytes));
+        EWGPU_ASSIGN(ss, buffer(snaps_ * gd.stateFloats() * 4ull, "gdn-state-snapshots", &stats_.state_bytes));
+      }
     }
+    snap_conv_.push_back(std::move(sc));
+    snap_state_.push_back(std::move(ss));
     kc_.push_back(std::move(kc));
     vc_.push_back(std::move(vc));
     conv_state_.push_back(std::move(cs));
@@ -218,7 +260,8 @@ Status Forward::createDecodeOps() {
     start += E.rows[ch];
   }
   gpu::Constants attn_k{{"D", D}, {"HQ", c.n_heads}, {"HKV", c.n_kv_heads}, {"CTX", ctx_len_},
-                        {"GATED", gated ? 1 : 0}};
+                        {"GATED", gated ? 1 : 0}, {"PAGED", 1}, {"PAGE", kPageTokens}, {"MAXP", pps_},
+                        {"PT", kRowWords}};
   for (int l = 0; l < c.n_layers; ++l) {
     const GpuLayer& L = model_.layers[l];
     LayerOps ops;
@@ -242,6 +285,7 @@ Status Forward::createDecodeOps() {
       for (int pass = 0; pass < 2; ++pass) {
         gpu::Constants ak = pk;
         ak["PREFILL"] = pass;
+        ak["PT"] = pass ? kRowWords : B * kRowWords;  // the tables follow the prefill row / the decode rows
         ak["FUSED"] = pass ? 0 : 1;
         ak["SPLIT"] = pass ? 1 : attn_split_;
         ak["SCALE"] = 1.0 / std::sqrt((double)D);
@@ -374,6 +418,49 @@ void Forward::recordDecodeStep(gpu::Recorder& rec, uint32_t rows) const {
   }
   lm_head_.record(rec, B);
   rec.dispatch(*sample_, sample_bg_, B);
+}
+
+void Forward::writePageTable(uint32_t slot, const std::vector<uint32_t>& pages) const {
+  std::vector<uint32_t> t(pps_, pool_);  // the trash page
+  for (size_t i = 0; i < pages.size() && i < pps_; ++i) t[i] = std::min(pages[i], pool_);
+  const uint64_t off = (uint64_t)slot * pps_ * 4;
+  ctx_.write(rows_, (uint64_t)opts_.max_batch * kRowWords * 4 + off, t.data(), t.size() * 4);
+  ctx_.write(prows_, kRowWords * 4ull + off, t.data(), t.size() * 4);
+}
+
+void Forward::recordCopyPage(gpu::Recorder& rec, uint32_t from, uint32_t to) const {
+  const ModelConfig& c = model_.config;
+  const uint64_t pb = (uint64_t)c.n_kv_heads * kPageTokens * c.head_dim * 4;
+  if (from == to || from > pool_ || to > pool_) return;
+  for (size_t l = 0; l < kc_.size(); ++l) {
+    if (!kc_[l].handle()) continue;
+    for (const gpu::Buffer* b : {&kc_[l], &vc_[l]}) {  // WebGPU copies never share a buffer: through the scratch
+      rec.copy(*b, from * pb, page_scratch_, 0, pb);
+      rec.copy(page_scratch_, 0, *b, to * pb, pb);
+    }
+  }
+}
+
+void Forward::recordSaveState(gpu::Recorder& rec, uint32_t slot, uint32_t snap) const {
+  const kernels::GdnDims gd = gdnDims(model_.config);
+  const uint64_t cs = gd.convStateFloats() * 4ull, st = gd.stateFloats() * 4ull;
+  if (snap >= snaps_ || slot >= opts_.slots) return;
+  for (size_t l = 0; l < state_.size(); ++l) {
+    if (!snap_state_[l].handle()) continue;
+    rec.copy(conv_state_[l], slot * cs, snap_conv_[l], snap * cs, cs);
+    rec.copy(state_[l], slot * st, snap_state_[l], snap * st, st);
+  }
+}
+
+void Forward::recordRestoreState(gpu::Recorder& rec, uint32_t snap, uint32_t slot) const {
+  const kernels::GdnDims gd = gdnDims(model_.config);
+  const uint64_t cs = gd.convStateFloats() * 4ull, st = gd.stateFloats() * 4ull;
+  if (snap >= snaps_ || slot >= opts_.slots) return;
+  for (size_t l = 0; l < state_.size(); ++l) {
+    if (!snap_state_[l].handle()) continue;
+    rec.copy(snap_conv_[l], snap * cs, conv_state_[l], slot * cs, cs);
+    rec.copy(snap_state_[l], snap * st, state_[l], slot * st, st);
+  }
 }
 
 void Forward::recordResetSlot(gpu::Recorder& rec, uint32_t slot) const {

@@ -10,6 +10,10 @@
 //     GEMMs instead of GEMVs; the last chunk also computes the last token's logits, samples the first generated
 //     token and copies it into the sequence's decode row.
 // Rows layout (u32 × 8): slot, pos, active, generated, token, out_index, finish, reserved (kernels/sampling.h).
+// The KV cache of the attention layers is a pool of pages (kPageTokens positions; runtime/page_cache.h, docs/
+// prefix-reuse.md); each slot's page table ([slots, pagesPerSlot()] u32) follows the rows in both the decode rows
+// buffer and the prefill rows buffer. Forward starts with slot s on pages [s·pagesPerSlot(), (s+1)·pagesPerSlot()),
+// so a caller that never writes a table sees one contiguous cache per slot.
 #pragma once
 
 #include "gpu/context.h"
@@ -18,6 +22,7 @@
 #include "kernels/gemv_op.h"
 #include "kernels/linear.h"
 #include "model/gpu_model.h"
+#include "runtime/page_cache.h"
 
 #include <memory>
 #include <vector>
@@ -35,6 +40,11 @@ struct ForwardOptions {
   uint32_t max_steps = 16;     // decode steps per submission the output ring holds (K max)
   // x precision of the q4 decode GEMVs (kernels/gemv_op.h): kAuto is kInt16 on GPUs with WGSL's packed dot product.
   kernels::Activations activations = kernels::Activations::kAuto;
+  // Prefix reuse (docs/prefix-reuse.md): KV pages beyond the slots' own (kAuto: one context's worth) for cached
+  // prefixes, and Qwen3.5 recurrent-state snapshots (kAuto: slots + 1; 0 for models without GDN layers).
+  static constexpr uint32_t kAuto = 0xFFFFFFFFu;
+  uint32_t cache_pages = kAuto;
+  uint32_t snapshots = kAuto;
 };
 
 struct ForwardStats {
@@ -67,6 +77,19 @@ class Forward {
   // first prefill chunk of every sequence, so nothing of the slot's previous sequence leaks into the next.
   void recordResetSlot(gpu::Recorder& rec, uint32_t slot) const;
 
+  // Prefix reuse. The page pool holds pagePool() pages (id pagePool() is the trash page unused entries name).
+  uint32_t pagesPerSlot() const { return pps_; }
+  uint32_t pagePool() const { return pool_; }
+  uint32_t stateSnapshots() const { return snaps_; }
+  bool hybrid() const { return model_.config.arch == Arch::kQwen3_5; }
+  // Writes slot's page table (entries past `pages` name the trash page) into both rows buffers (queue order).
+  void writePageTable(uint32_t slot, const std::vector<uint32_t>& pages) const;
+  // Copies page `from` of every attention layer's K and V into page `to` (through a scratch page).
+  void recordCopyPage(gpu::Recorder& rec, uint32_t from, uint32_t to) const;
+  // Qwen3.5: copies a slot's conv window and recurrent state into snapshot `snap`, or back.
+  void recordSaveState(gpu::Recorder& rec, uint32_t slot, uint32_t snap) const;
+  void recordRestoreState(gpu::Recorder& rec, uint32_t snap, uint32_t slot) const;
+
   const ForwardOptions& options() const { return opts_; }
   uint32_t prefillChunk() const { return chunk_; }    // tokens per prefill chunk actually used
   uint32_t contextLength() const { return ctx_len_; }  // positions per slot actually used
@@ -74,7 +97,7 @@ class Forward {
   const GpuModel& model() const { return model_; }
 
   // Buffers the generator writes/reads.
-  const gpu::Buffer& rows() const { return rows_; }            // [max_batch, 8]
+  const gpu::Buffer& rows() const { return rows_; }            // [max_batch, 8], then the page tables
   const gpu::Buffer& rowsScratch() const { return rows_tmp_; }  // [max_batch, 8]: moving rows between lanes
   const gpu::Buffer& activeRows() const { return active_; }    // u32 [4]: [0] = active decode rows
   const gpu::Buffer& params() const { return params_; }        // [max_batch, 64]
@@ -83,7 +106,7 @@ class Forward {
   const gpu::Buffer& mask() const { return mask_; }            // [max_batch, ceil(vocab/32)]: grammar rows' allowed tokens
   const gpu::Buffer& prefillMask() const { return pmask_; }    // [ceil(vocab/32)]: the prefill sampler's
   const gpu::Buffer& logits() const { return logits_; }        // [max_batch, vocab]
-  const gpu::Buffer& prefillRows() const { return prows_; }    // [1, 8]
+  const gpu::Buffer& prefillRows() const { return prows_; }    // [1, 8], then the page tables
   const gpu::Buffer& prefillMeta() const { return pmeta_; }    // [T, slot]
   const gpu::Buffer& prefillIds() const { return pids_; }      // [chunk]
   const gpu::Buffer& prefillParams() const { return pparams_; }
@@ -132,6 +155,9 @@ class Forward {
   ForwardOptions opts_;
   ForwardStats stats_;
   uint32_t chunk_ = 0, ctx_len_ = 0;
+  uint32_t pps_ = 1, pool_ = 1, snaps_ = 0;
+  gpu::Buffer page_scratch_;
+  std::vector<gpu::Buffer> snap_conv_, snap_state_;  // per layer (GDN layers only)
 
   gpu::Buffer rows_, rows_tmp_, active_, params_, counts_, out_, mask_, pmask_, logits_, hidden_, qkv_, proj_, mix_, act_,
       prep_;

@@ -44,6 +44,7 @@ void Generator::apply(const RowEvent& ev, std::vector<std::function<void()>>& ca
     if (s.row != (int)ev.row || s.done) continue;
     s.t_last = Clock::now();
     if (ev.first) {
+      s.result.cached_tokens = ev.cached_tokens;
       s.t_first = s.t_last;
       s.result.ttft_ms = s.result.prefill_ms = msBetween(s.t_submit, s.t_first);
     }
@@ -90,6 +91,7 @@ bool Generator::step() {
     while (r < exec_.rowCapacity() && exec_.rowBusy(r)) ++r;
     if (r == exec_.rowCapacity()) break;
     RowRequest rr{s.req.prompt, s.req.sampling, s.req.stop_strings, s.id};
+    rr.shared_prefix = s.req.shared_prefix;
     Status st = exec_.start(r, std::move(rr));
     if (!st) {
       s.result.error = st.error();

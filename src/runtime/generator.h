@@ -19,6 +19,7 @@ struct GenerationRequest {
   std::vector<int32_t> prompt;  // token ids (already rendered through the conversation template)
   SamplingParams sampling;      // max_tokens, stop ids, temperature, ...
   std::vector<std::string> stop_strings;
+  uint32_t shared_prefix = 0;  // RowRequest::shared_prefix (prefix reuse: a system prompt's length)
 };
 
 struct GenerationResult {
@@ -28,6 +29,7 @@ struct GenerationResult {
   std::string finish_reason;          // "stop", "length", "abort", "error"
   std::optional<Error> error;
   uint32_t prompt_tokens = 0, completion_tokens = 0;
+  uint32_t cached_tokens = 0;  // prompt tokens reused from earlier sequences (prefix reuse), not prefilled
   double ttft_ms = 0, prefill_ms = 0, decode_ms = 0;  // time to first token; prefill; rest of decode
 };
 
@@ -50,6 +52,7 @@ class Generator {
   Status setSteps(uint32_t k) { return exec_.setSteps(k); }
   uint32_t steps() const { return exec_.steps(); }
   Status setPipelineDepth(uint32_t depth) { return exec_.setPipelineDepth(depth); }
+  void setPrefixReuse(bool on) { exec_.setPrefixReuse(on); }
 
   // Advances without blocking. Returns true while work remains (queued, running or in flight).
   bool step();

@@ -26,6 +26,10 @@ struct RowRequest {
   // Structured output: the tokens must follow this grammar (null: unconstrained). The row decodes one token per
   // submission (its next mask needs the token), and ends with "stop" when the document is complete.
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  // Prefix reuse (docs/prefix-reuse.md): prompt tokens later requests are likely to share (a system prompt). A
+  // hybrid model (Qwen3.5) snapshots its recurrent state there (rounded down to a KV page) as well as at the end
+  // of the turn, since it can resume only from an exact snapshot. 0: none.
+  uint32_t shared_prefix = 0;
 };
 
 struct TokenInfo {
@@ -38,6 +42,7 @@ struct TokenInfo {
 struct RowEvent {
   uint32_t row = 0;
   bool first = false;            // the prefill completed: this event carries the first sampled token
+  uint32_t cached_tokens = 0;    // with first: prompt tokens reused from earlier sequences, not prefilled
   std::string text;              // new text (never half a UTF-8 character; held back while it could start a stop string)
   std::vector<TokenInfo> tokens;  // new tokens shown to the caller (a stop token or text after a stop is not shown)
   uint32_t sampled = 0;          // tokens sampled for this row in this event (a stop token included)

@@ -84,13 +84,20 @@ TEST_P(EngineOnGpu, GreedyMatchesTheReferenceAloneAndBatched) {
   EXPECT_EQ(got, want[0]);
   EXPECT_EQ(a.text, tok->decode(ids(a)));
 
-  // Two sequences in one forward: each gives what it gives alone.
+  EXPECT_EQ(a.usage.cached_tokens, 0u);
+
+  // Two sequences in one forward: each gives what it gives alone. The first repeats the first prompt: with prefix
+  // reuse its full 16-token pages come from the run alone (attention-only models; the hybrid resumes only from an
+  // exact snapshot, and the one it took holds the generated tokens too), and its tokens are the same.
   auto h0 = (*e)->complete(greedy(prompts[0], 12));
   auto h1 = (*e)->complete(greedy(prompts[1], 12));
   ASSERT_TRUE(h0.ok() && h1.ok());
   const CompletionResult& r0 = (*h0)->wait();
   const CompletionResult& r1 = (*h1)->wait();
   EXPECT_EQ(ids(r0), ids(a));
+  const uint32_t n0 = (uint32_t)tok->encode(prompts[0]).size();
+  EXPECT_EQ(r0.usage.cached_tokens, GetParam() == "qwen3_5" ? 0u : (n0 - 1) / 16 * 16) << n0 << " prompt tokens";
+  EXPECT_EQ(r1.usage.cached_tokens, 0u);
   std::vector<int32_t> got1 = ids(r1);
   if (r1.finish_reason == "stop") got1.push_back(want[1][got1.size()]);
   EXPECT_EQ(got1, want[1]);

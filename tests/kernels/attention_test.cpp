@@ -1,7 +1,9 @@
 // qk_prepare + attention (+ embed) against a double-precision CPU reference: GQA, q/k norms, partial rotary,
-// Qwen3.5 gating, sliding window, prefill chunks continuing a cache, batched decode rows with their own slots.
+// Qwen3.5 gating, sliding window, prefill chunks continuing a cache, batched decode rows with their own slots,
+// and the same through page tables (kv_page.wgsl: a shuffled pool of 16-position pages, as prefix reuse uses).
 #include "kernel_test_util.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace ewgpu::kernels {
@@ -87,14 +89,26 @@ struct GpuAttn {
   uint32_t wg = 256;  // attention workgroup size (256 or 64)
   bool fused = false;  // decode: attention does qk_prepare's work itself (one dispatch)
   uint32_t split = 1;  // decode with fused: position ranges merged by attention_combine
-  gpu::Constants base(bool prefill) const {
-    return {{"D", s.d}, {"HQ", s.hq}, {"HKV", s.hkv}, {"CTX", ctx_len}, {"PREFILL", prefill ? 1 : 0},
-            {"GATED", s.gated ? 1 : 0}};
+  std::vector<uint32_t> tables;  // paged: [slots, maxp] page ids appended to every rows buffer (empty: contiguous)
+  uint32_t maxp = 0;
+  gpu::Constants base(bool prefill, uint32_t rows_words) const {
+    gpu::Constants c{{"D", s.d}, {"HQ", s.hq}, {"HKV", s.hkv}, {"CTX", ctx_len}, {"PREFILL", prefill ? 1 : 0},
+                     {"GATED", s.gated ? 1 : 0}};
+    if (!tables.empty()) {
+      c["PAGED"] = 1;
+      c["PAGE"] = 16;
+      c["MAXP"] = maxp;
+      c["PT"] = rows_words;
+    }
+    return c;
   }
   // Runs qk_prepare + attention over `tokens` rows of qkv with the given rows buffer.
-  std::vector<float> run(const std::vector<float>& qkv, uint32_t tokens, const std::vector<uint32_t>& rows,
+  std::vector<float> run(const std::vector<float>& qkv, uint32_t tokens, std::vector<uint32_t> rows,
                          bool prefill) {
     gpu::Context& g = ctx();
+    const uint32_t rows_words = (uint32_t)rows.size();
+    rows.insert(rows.end(), tables.begin(), tables.end());
+    auto base = [&](bool p) { return this->base(p, rows_words); };
     auto c1 = base(prefill);
     c1["R"] = s.r;
     c1["QK_NORM"] = s.qk_norm ? 1 : 0;
@@ -138,7 +152,8 @@ struct GpuAttn {
   }
 };
 
-void runShape(const Shape& s, uint32_t seed, uint32_t wg = 256, bool fused = false, uint32_t split = 1) {
+void runShape(const Shape& s, uint32_t seed, uint32_t wg = 256, bool fused = false, uint32_t split = 1,
+              bool paged = false) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd;
   const uint32_t ctx_len = 600, slots = 3;
@@ -153,7 +168,18 @@ void runShape(const Shape& s, uint32_t seed, uint32_t wg = 256, bool fused = fal
       table[(size_t)p * s.r + i] = (float)std::cos((double)p * cpu.inv_freq[i]);
       table[(size_t)p * s.r + s.r / 2 + i] = (float)std::sin((double)p * cpu.inv_freq[i]);
     }
-  GpuAttn gpu_{poisoned(cpu.k.size()), poisoned(cpu.k.size()), upload(table), upload(cpu.norms), ctx_len, s, wg, fused, split};
+  // Paged: every slot's 38 pages drawn from a shuffled pool of slots * 38 (+ 2 never used).
+  const uint32_t maxp = (ctx_len + 15) / 16, pool = slots * maxp + 2;
+  std::vector<uint32_t> tables;
+  if (paged) {
+    std::vector<uint32_t> ids(pool);
+    for (uint32_t i = 0; i < pool; ++i) ids[i] = i;
+    std::shuffle(ids.begin(), ids.end(), rng);
+    tables.assign(ids.begin(), ids.begin() + slots * maxp);
+  }
+  const size_t kv_floats = paged ? (size_t)pool * s.hkv * 16 * s.d : cpu.k.size();
+  GpuAttn gpu_{poisoned(kv_floats), poisoned(kv_floats), upload(table), upload(cpu.norms), ctx_len, s, wg, fused, split,
+               tables, paged ? maxp : 0};
   const uint32_t W = (s.gated ? 2 : 1) * s.hq * s.d + 2 * s.hkv * s.d;
   auto randomRows = [&](uint32_t n) {
     std::vector<float> v((size_t)n * W);
@@ -219,6 +245,14 @@ TEST(Attention, FusedDecodeSplitAndMerged) {
   runShape({128, 4, 2, 128, true, false}, 12, 256, true, 16);
   runShape({256, 4, 1, 64, true, true}, 13, 256, true, 3);
   runShape({32, 2, 2, 32, false, false, 40}, 14, 64, true, 5);
+}
+
+// K/V through page tables (prefix reuse's layout): prefill chunks and batched decode rows (fused, and qk_prepare +
+// attention with a sliding window) of three slots whose pages are scattered over the pool, against the
+// contiguous CPU reference.
+TEST(Attention, PagedKvCache) {
+  runShape({64, 8, 2, 64, false, false}, 15, 64, true, 1, true);
+  runShape({32, 2, 2, 32, false, false, 40}, 17, 64, false, 1, true);
 }
 
 TEST(Attention, SmallWorkgroupAsOnCpuAdapters) {

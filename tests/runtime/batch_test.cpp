@@ -5,7 +5,8 @@
 // Forwards of 1, 3, 8 and 32 rows. "Alone" is the same request, one at a time, in a Forward of one row (for rows
 // 1) or of three rows (for 3, 8 and 32): batch 1 has its own GEMV fast path, every batched engine the same kernels,
 // so a row's tokens depend on whether the engine batches, never on its neighbours or the engine's row count.
-// Also: a step computes only the active rows (ExecutorStats::row_steps).
+// Also: a step computes only the active rows (ExecutorStats::row_steps); prefix reuse (docs/prefix-reuse.md) gives
+// the same greedy tokens as prefilling everything, for a second turn, a shared system prompt and after eviction.
 // Cheap on SwiftShader: tiny models, prompts of one prefill chunk, ≤ 7 generated tokens, 12 distinct prompts
 // (sequence i runs prompt i % 12), and engines of 3, 8 and 32 rows share their pipelines.
 #include "runtime/generator.h"
@@ -80,10 +81,11 @@ class BatchTest : public ::testing::TestWithParam<std::string> {};
 constexpr uint32_t kPrompts = 12;  // distinct prompts; sequence i runs prompt i % kPrompts
 constexpr uint32_t kSoloTokens = 7;
 
-std::unique_ptr<Forward> forward(Model& m, uint32_t rows) {
+std::unique_ptr<Forward> forward(Model& m, uint32_t rows, uint32_t cache_pages = ForwardOptions::kAuto) {
   auto f = Forward::create(gpuContext(), *m.gpu,
                            {.max_batch = rows, .slots = rows, .context = kCtx, .prefill_chunk = kChunk,
-                            .max_steps = kMaxSteps, .activations = kernels::Activations::kF32});
+                            .max_steps = kMaxSteps, .activations = kernels::Activations::kF32,
+                            .cache_pages = cache_pages});
   EXPECT_TRUE(f.ok()) << f.error().toString();
   return f.ok() ? std::move(*f) : nullptr;
 }
@@ -160,6 +162,88 @@ TEST_P(BatchTest, EverySequenceInABatchMatchesItselfAlone) {
     if (rows <= 3) solo = soloRuns(m, *fwd);
     checkBatch(m, *fwd, rows, solo);
   }
+}
+
+// Runs `reqs` at once in `gen` to completion; the results in order.
+std::vector<GenerationResult> runAll(Generator& gen, const std::vector<GenerationRequest>& reqs) {
+  std::vector<GenerationResult> out(reqs.size());
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    auto st = gen.submit(reqs[i], {nullptr, [&out, i](const GenerationResult& r) { out[i] = r; }});
+    EXPECT_TRUE(st.ok()) << st.error().toString();
+  }
+  EXPECT_TRUE(gen.runToCompletion().ok());
+  return out;
+}
+
+std::vector<int32_t> ids(uint32_t n, uint32_t seed, int vocab) {
+  std::vector<int32_t> v;
+  for (uint32_t j = 0; j < n; ++j) v.push_back((int32_t)((seed * 53 + j * 29 + j * j * 7 + 3) % (uint32_t)vocab));
+  return v;
+}
+
+std::vector<int32_t> cat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// Prefix reuse on (the default) against off, in the three-row Forward: a second turn that extends the first (the
+// history's full KV pages, or the hybrid's end-of-turn snapshot: its partial page copied), two requests sharing a
+// system prompt decoding together (its pages shared copy-free; the hybrid resumes from the snapshot taken at
+// shared_prefix), and the second turn again after a burst of long sequences evicted everything (a Forward with no
+// spare pages).
+TEST_P(BatchTest, PrefixReuseGivesTheSameTokens) {
+  Model& m = model(GetParam());
+  const int vocab = m.gpu->config.vocab;
+  const bool hybrid = std::string(GetParam()) == "qwen3_5";
+  auto fwd = forward(m, 3);
+  ASSERT_TRUE(fwd);
+  Generator gen(gpuContext(), *fwd, &m.tok, kMaxSteps);
+  const auto t1 = ids(20, 1, vocab);
+  auto r1 = runAll(gen, {greedy(t1, 6)});
+  ASSERT_EQ(r1[0].tokens.size(), 6u);
+  EXPECT_EQ(r1[0].cached_tokens, 0u);
+  const auto t2 = cat(cat(t1, r1[0].tokens), ids(9, 2, vocab));  // 35 tokens: two prefill chunks without reuse
+  auto with = runAll(gen, {greedy(t2, 6)});
+  // Written before: the prompt and 5 of the 6 tokens (the last was never fed). Full pages only, or the snapshot.
+  EXPECT_EQ(with[0].cached_tokens, hybrid ? 25u : 16u);
+  gen.setPrefixReuse(false);
+  auto without = runAll(gen, {greedy(t2, 6)});
+  EXPECT_EQ(without[0].cached_tokens, 0u);
+  EXPECT_EQ(with[0].tokens, without[0].tokens) << "second turn";
+
+  // A shared system prompt of 24 tokens (the hybrid snapshots at 16, its last full page).
+  const auto sys = ids(24, 3, vocab);
+  std::vector<GenerationRequest> reqs;
+  for (uint32_t i = 0; i < 3; ++i) {
+    reqs.push_back(greedy(cat(sys, ids(5 + i, 10 + i, vocab)), 5));
+    reqs.back().shared_prefix = 24;
+  }
+  auto plainA = runAll(gen, {reqs[0]});
+  auto plainBC = runAll(gen, {reqs[1], reqs[2]});
+  gen.setPrefixReuse(true);
+  auto a = runAll(gen, {reqs[0]});
+  auto bc = runAll(gen, {reqs[1], reqs[2]});
+  EXPECT_EQ(a[0].tokens, plainA[0].tokens);
+  for (int i = 0; i < 2; ++i) {
+    SCOPED_TRACE("shared system prompt, request " + std::to_string(i + 1));
+    EXPECT_EQ(bc[i].cached_tokens, 16u);
+    EXPECT_EQ(bc[i].tokens, plainBC[i].tokens);
+  }
+
+  // Eviction: no pages beyond the slots' own, and three sequences that need all of them.
+  auto small = forward(m, 3, 0);
+  ASSERT_TRUE(small);
+  Generator g2(gpuContext(), *small, &m.tok, kMaxSteps);
+  runAll(g2, {greedy(t1, 6)});
+  std::vector<GenerationRequest> burst;
+  for (uint32_t i = 0; i < 3; ++i) burst.push_back(greedy(ids(59, 20 + i, vocab), 5));  // 64 positions each
+  for (const auto& r : runAll(g2, burst)) EXPECT_EQ(r.cached_tokens, 0u);
+  auto after = runAll(g2, {greedy(t2, 6)});
+  EXPECT_EQ(after[0].cached_tokens, 0u) << "evicted";
+  EXPECT_EQ(after[0].tokens, without[0].tokens) << "after eviction";
+  // And reuse works again once the history is back: 40 tokens written (full pages: 32; the hybrid's snapshot: 40).
+  auto again = runAll(g2, {greedy(cat(cat(t2, after[0].tokens), ids(3, 4, vocab)), 4)});
+  EXPECT_EQ(again[0].cached_tokens, hybrid ? 40u : 32u);
 }
 
 INSTANTIATE_TEST_SUITE_P(TinyFixtures, BatchTest,
