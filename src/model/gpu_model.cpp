@@ -15,7 +15,7 @@ struct Part {               // one module of a (possibly fused) matrix
 class Uploader {
  public:
   Uploader(gpu::Context& ctx, const ModelFolder& f, const UploadOptions& o)
-      : ctx_(ctx), f_(f), max_chunk_(o.max_chunk_bytes), on_bytes_(o.on_bytes) {}
+      : ctx_(ctx), f_(f), max_chunk_(o.max_chunk_bytes), on_bytes_(o.on_bytes), defer_(o.defer) {}
 
   Result<GpuMatrix> matrix(const std::vector<Part>& parts, uint32_t k, const std::string& bias_name = "") {
     GpuMatrix m;
@@ -145,6 +145,12 @@ class Uploader {
     const uint64_t end = (uint64_t)start + rows;
     for (const auto& p : parts) {
       const uint64_t lo = std::max<uint64_t>(first, start), hi = std::min<uint64_t>(first + p.rows, end);
+      if (defer_ && hi > lo) {
+        defer_(dst, dst_off, *p.t, (lo - first) * row_bytes, (hi - lo) * row_bytes);
+        dst_off += (hi - lo) * row_bytes;
+        first += p.rows;
+        continue;
+      }
       for (uint64_t r = lo; r < hi; r += slice_rows) {
         const uint64_t n = std::min<uint64_t>(slice_rows, hi - r);
         staging_.resize(n * row_bytes);
@@ -170,6 +176,7 @@ class Uploader {
   const ModelFolder& f_;
   uint64_t max_chunk_;
   std::function<void(uint64_t)> on_bytes_;
+  std::function<void(const gpu::Buffer&, uint64_t, const TensorInfo&, uint64_t, uint64_t)> defer_;
   uint64_t bytes_ = 0;
 };
 
