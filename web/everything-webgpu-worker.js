@@ -30,10 +30,10 @@ function registryKey(modelId) { return LOCAL_BASE + '.registry/' + encodeURIComp
 async function cachePut(rec, files) {
   if (!hasCaches()) return false;
   const open = {};
-  for (const f of files) {
+  for (const f of files || []) {
     const scope = scopeOf(f.name);
     open[scope] = open[scope] || await caches.open(scope);
-    await open[scope].put(new Request(keyOf(rec.model, f.name)), new Response(f.data));
+    await open[scope].put(new Request(keyOf(rec.model, f.name)), new Response(f.blob));
   }
   const reg = await caches.open(SCOPE_REGISTRY);
   await reg.put(new Request(registryKey(rec.modelId)), new Response(JSON.stringify(
@@ -58,22 +58,33 @@ async function restoreRegistry() {
   }
 }
 
-// The folder from Cache Storage into the module's file system (the first load after a page reload).
-async function materialize(rec) {
-  const FS = core.FS;
-  try { FS.mkdir('/models'); } catch (e) { /* exists */ }
-  const dir = '/models/' + safeName(rec.modelId);
-  rmTree(dir);
-  FS.mkdir(dir);
+// A folder's files as Blobs: the ones registration kept (persist: false), else Cache Storage's (Chrome backs a
+// cached response's Blob by its disk entry, so nothing is read yet). CACHE_INCOMPLETE names the first missing file.
+async function blobsOf(rec) {
+  if (rec.blobs) return rec.blobs;
+  const out = [];
   for (const n of rec.files) {
     const hit = hasCaches() ? await (await caches.open(scopeOf(n))).match(keyOf(rec.model, n)) : null;
-    if (!hit) {
-      rmTree(dir);
-      throw engineError('CACHE_INCOMPLETE', `${rec.modelId}: ${n} is not in Cache Storage`, {model: rec.modelId, file: n});
-    }
-    FS.writeFile(dir + '/' + n, new Uint8Array(await hit.arrayBuffer()));
+    if (!hit) throw engineError('CACHE_INCOMPLETE', `${rec.modelId}: ${n} is not in Cache Storage`, {model: rec.modelId, file: n});
+    out.push({name: n, blob: await hit.blob()});
   }
-  rec.dir = dir;
+  return out;
+}
+
+// Blobs as a folder of the module's file system through emscripten's WORKERFS: a read copies just the bytes asked
+// for (FileReaderSync on a slice), so a shard is never copied whole into the wasm heap; the weight upload reads
+// each matrix in bounded slices (model/gpu_model.cpp). Unmounted again as soon as the folder has been read.
+function mountBlobs(dir, files) {
+  const FS = core.FS;
+  try { FS.mkdir('/models'); } catch (e) { /* exists */ }
+  unmount(dir);
+  FS.mkdir(dir);
+  FS.mount(FS.filesystems.WORKERFS, {blobs: files.map((f) => ({name: f.name, data: f.blob}))}, dir);
+}
+function unmount(dir) {
+  const FS = core.FS;
+  try { FS.unmount(dir); } catch (e) { /* not mounted */ }
+  try { FS.rmdir(dir); } catch (e) { /* absent */ }
 }
 
 async function deleteModel(modelId) {
@@ -84,7 +95,6 @@ async function deleteModel(modelId) {
     for (const n of rec.files) await (await caches.open(scopeOf(n))).delete(keyOf(rec.model, n));
     await (await caches.open(SCOPE_REGISTRY)).delete(registryKey(modelId));
   }
-  if (rec.dir) rmTree(rec.dir);
   registered.delete(modelId);
   return {deleted: true};
 }
@@ -163,72 +173,245 @@ async function init(opts) {
     locateFile: (p) => new URL(p, self.location.href).href,
   });
   const engine = call('ewgpu_web_init', [], []);
+  prebuiltList();
   await restoreRegistry();
   return {adapter: adapterSummary(), engine};
 }
 
 function safeName(s) { return String(s).replace(/[^A-Za-z0-9._-]/g, '_'); }
 
-function rmTree(dir) {
-  const FS = core.FS;
-  let names = [];
-  try { names = FS.readdir(dir); } catch (e) { return; }
-  for (const n of names) {
-    if (n === '.' || n === '..') continue;
-    const p = dir + '/' + n;
-    if (FS.isDir(FS.stat(p).mode)) rmTree(p); else FS.unlink(p);
-  }
-  FS.rmdir(dir);
-}
 
-// files: [{name, data: ArrayBuffer}] (the page reads File objects before posting). The folder is written to the
-// module's file system under a staging name, validated whole, and only then registered; an invalid folder is
-// removed again (nothing of it stays) and rejected with INVALID_MODEL_FOLDER.
+// files: [{name, data: Blob | ArrayBuffer}] (File objects are posted as they are: a Blob is not copied). The folder
+// is mounted under a staging name, validated whole (ModelFolder::open and the tokenizer: a missing shard fails in
+// milliseconds without reading any shard) and only then registered; an invalid folder leaves nothing behind and is
+// rejected with INVALID_MODEL_FOLDER.
 async function register(args) {
   const modelId = args.modelId;
-  if (!modelId) throw engineError('BAD_REQUEST', 'registerModel: modelId is required', {field: 'modelId'});
-  const files = (args.files || []).map((f) => ({name: String(f.name).split('/').pop(), data: f.data}))
+  if (!modelId || typeof modelId !== 'string') throw engineError('BAD_REQUEST', 'registerModel: modelId is required', {field: 'modelId'});
+  const files = (args.files || []).map((f) => ({name: String(f.name).split('/').pop(),
+    blob: f.data instanceof Blob ? f.data : new Blob([f.data])}))
     .filter((f) => !f.name.endsWith('-webgpu.wasm'));  // an MLC folder's model library: not needed here
   if (!files.length) throw engineError('INVALID_MODEL_FOLDER', 'registerModel: no files', {problem: 'empty'});
-  const FS = core.FS;
-  try { FS.mkdir('/models'); } catch (e) { /* exists */ }
+  const base = args.model || LOCAL_BASE + encodeURIComponent(modelId) + '/';
+  return validateAndRecord(modelId, base, files, args.persist !== false);
+}
+
+// files already in Cache Storage (fetched there): only the registry entry is written.
+async function validateAndRecord(modelId, base, files, persist, inCache) {
   const staging = '/models/.staging-' + safeName(modelId);
-  rmTree(staging);
-  FS.mkdir(staging);
-  for (const f of files) FS.writeFile(staging + '/' + f.name, new Uint8Array(f.data));
+  mountBlobs(staging, files);
   let v;
   try {
     v = call('ewgpu_web_validate_folder', ['string'], [staging]);
-  } catch (e) {
-    rmTree(staging);
-    throw e;
+  } finally {
+    unmount(staging);
   }
-  const dir = '/models/' + safeName(modelId);
-  rmTree(dir);
-  FS.rename(staging, dir);
-  const rec = {modelId, model: args.model || LOCAL_BASE + encodeURIComponent(modelId) + '/', dir,
-    files: FS.readdir(dir).filter((n) => n !== '.' && n !== '..'), weight_bytes: v.weight_bytes};
+  const rec = {modelId, model: base, files: files.map((f) => f.name).sort(), weight_bytes: v.weight_bytes, blobs: null};
+  const cached = persist ? await cachePut(rec, inCache ? null : files) : false;
+  if (!cached) rec.blobs = files;  // kept in this worker for load()
   registered.set(modelId, rec);
-  const cached = args.persist === false ? false : await cachePut(rec, files);
   return {modelId, model: rec.model, files: rec.files, weight_bytes: v.weight_bytes, cache: cached ? 'cached' : 'absent'};
 }
 
-function listFiles(dir) {
-  try { return core.FS.readdir(dir).filter((n) => n !== '.' && n !== '..'); } catch (e) { return null; }
+// The matrices' bytes, straight from the shard Blobs into the GPUBuffers the engine made (ewgpu_web_load with
+// stream_weights lists the writes): each write is read in slices of at most 8 MiB (Blob.slice().arrayBuffer(), an
+// ordinary JS ArrayBuffer, never the wasm heap) and written with queue.writeBuffer; after every 64 MiB the worker
+// waits for the queue (onSubmittedWorkDone), so the browser's staging copies of the writes are given back as it
+// goes and at most that much is in flight.
+const SLICE = 8 << 20, IN_FLIGHT = 64 << 20;
+async function streamWeights(modelId, info, blobs) {
+  const byName = new Map(blobs.map((f) => [f.name, f.blob]));
+  const total = info.writes.reduce((n, w) => n + w[4], 0);
+  let done = 0, pending = 0, lastPost = 0;
+  for (const [handle, dstOffset, shard, srcOffset, size] of info.writes) {
+    const blob = byName.get(info.shards[shard]);
+    const buffer = core.ewgpuObject(handle);
+    if (!blob || !buffer) throw engineError('CACHE_INCOMPLETE', `${modelId}: ${info.shards[shard]} is missing`, {model: modelId, file: info.shards[shard]});
+    for (let off = 0; off < size; off += SLICE) {
+      const n = Math.min(SLICE, size - off);
+      const bytes = await blob.slice(srcOffset + off, srcOffset + off + n).arrayBuffer();
+      if (bytes.byteLength !== n) throw engineError('CACHE_INCOMPLETE', `${modelId}: ${info.shards[shard]} is short`, {model: modelId, file: info.shards[shard]});
+      device.queue.writeBuffer(buffer, dstOffset + off, bytes);
+      done += n;
+      pending += n;
+      if (pending >= IN_FLIGHT) {
+        await device.queue.onSubmittedWorkDone();
+        pending = 0;
+      }
+      if (done - lastPost >= (32 << 20) || done === total) {
+        lastPost = done;
+        post({type: 'progress', model: modelId, stage: 'weights', loaded: done, total, fraction: 0.3 + 0.3 * done / total});
+      }
+    }
+  }
+  await device.queue.onSubmittedWorkDone();
+}
+
+// ---- Remote sources: a base URL (WebLLM's appConfig.model_list `model`) fetched into Cache Storage.
+// Keys and scopes are WebLLM's (keyOf/scopeOf), so a folder WebLLM cached is reused as it is and vice versa. A
+// file already cached at its manifest size is not fetched again (resume per file); each fetched file is checked
+// against the manifest's size (and md5 where the manifest has md5sum) before it is put, so Cache Storage never
+// holds a short or corrupt shard. Progress: {type: 'progress', stage: 'fetch', fraction, loaded, total}.
+const catalog = new Map();  // modelId -> base URL (appConfig.model_list and prebuilt ids)
+const appConfigIds = new Set();
+let prebuilt = null;
+// WebLLM's prebuilt catalogue, embedded in the wasm as natively (store/catalog.h); its ids load like appConfig ids.
+function prebuiltList() {
+  if (!prebuilt) {
+    prebuilt = call('ewgpu_web_catalog', [], []);
+    for (const e of prebuilt) if (!catalog.has(e.model_id)) catalog.set(e.model_id, e.model_url);
+  }
+  return prebuilt;
+}
+
+function normBase(u) { return String(u).endsWith('/') ? String(u) : String(u) + '/'; }
+function resolveBase(model) {
+  // WebLLM's records name a Hugging Face repo; its files are under resolve/main/.
+  const b = normBase(model);
+  return /^https:\/\/huggingface\.co\/[^/]+\/[^/]+\/$/.test(b) ? b + 'resolve/main/' : b;
+}
+
+async function cachedOrFetch(modelId, base, name, expect, onBytes) {
+  const cache = await caches.open(scopeOf(name));
+  const key = keyOf(base, name);
+  const hit = await cache.match(key);
+  if (hit) {
+    const blob = await hit.blob();
+    if (expect.size === undefined || blob.size === expect.size) { onBytes(blob.size); return blob; }
+    await cache.delete(key);  // a short or stale entry: fetched again
+  }
+  let resp;
+  try {
+    resp = await fetch(key, {cache: 'no-store'});
+  } catch (e) {
+    throw engineError('NETWORK_ERROR', `${key}: ${e && e.message || e}`, {url: key, reason: 'transfer', model: modelId});
+  }
+  if (!resp.ok) throw engineError('NETWORK_ERROR', `${key}: HTTP ${resp.status}`, {url: key, http_status: resp.status, reason: 'http_status', model: modelId});
+  const blob = await resp.blob();
+  onBytes(blob.size);
+  if (expect.size !== undefined && blob.size !== expect.size)
+    throw engineError('NETWORK_ERROR', `${key}: ${blob.size} bytes, the manifest says ${expect.size}`,
+      {url: key, reason: 'short_body', expected: expect.size, actual: blob.size, model: modelId});
+  if (expect.md5) {
+    const actual = md5Blob(blob);
+    if (actual !== expect.md5) throw engineError('NETWORK_ERROR', `${key}: md5 mismatch`,
+      {url: key, reason: 'md5_mismatch', md5_expected: expect.md5, md5_actual: actual, model: modelId});
+  }
+  await cache.put(new Request(key), new Response(blob));
+  return blob;
+}
+
+// The wasm module's streaming MD5 (base/md5.h), fed 4 MiB slices read synchronously (FileReaderSync).
+function md5Blob(blob) {
+  const reader = new FileReaderSync();
+  const h = core._ewgpu_web_md5_new();
+  const chunk = 4 << 20;
+  const p = core._malloc(chunk);
+  try {
+    for (let off = 0; off < blob.size; off += chunk) {
+      const u = new Uint8Array(reader.readAsArrayBuffer(blob.slice(off, off + chunk)));
+      core.HEAPU8.set(u, p);
+      core._ewgpu_web_md5_update(h, p, u.length);
+    }
+  } finally {
+    core._free(p);
+  }
+  const s = core._ewgpu_web_md5_final(h);
+  const hex = core.UTF8ToString(s);
+  core._ewgpu_web_free(s);
+  return hex;
+}
+
+async function jsonOf(blob, name, modelId) {
+  try {
+    return JSON.parse(await blob.text());
+  } catch (e) {
+    throw engineError('INVALID_MODEL_FOLDER', `${name}: not JSON`, {file: name, problem: 'bad_json', model: modelId});
+  }
+}
+
+async function fetchModel(modelId, model) {
+  if (typeof modelId !== 'string' || !modelId || typeof model !== 'string' || !/^https?:\/\//.test(model))
+    throw engineError('UNKNOWN_MODEL', `model ${modelId}: no base URL (registerModel, appConfig.model_list or a URL)`,
+      {model: modelId, field: 'model'});
+  if (!hasCaches()) throw engineError('UNSUPPORTED', 'Cache Storage is not available here', {model: modelId});
+  const base = resolveBase(model);
+  let loaded = 0, total = 0;
+  // loaded / total: shard bytes (the configs and tokenizer are small and come first).
+  const progress = () => post({type: 'progress', model: modelId, stage: 'fetch', loaded, total,
+    fraction: total ? 0.05 + 0.9 * Math.min(1, loaded / total) : 0.05});
+  const small = () => progress();
+  const shardBytes = (n) => { loaded += n; progress(); };
+  const files = [];
+  const cfgBlob = await cachedOrFetch(modelId, base, 'mlc-chat-config.json', {}, small);
+  files.push({name: 'mlc-chat-config.json', blob: cfgBlob});
+  const cfg = await jsonOf(cfgBlob, 'mlc-chat-config.json', modelId);
+  let manifestName = 'tensor-cache.json', manBlob;
+  try {
+    manBlob = await cachedOrFetch(modelId, base, manifestName, {}, small);
+  } catch (e) {
+    if (!(e.detail && e.detail.http_status === 404)) throw e;
+    manifestName = 'ndarray-cache.json';
+    manBlob = await cachedOrFetch(modelId, base, manifestName, {}, small);
+  }
+  files.push({name: manifestName, blob: manBlob});
+  const man = await jsonOf(manBlob, manifestName, modelId);
+  const shards = Array.isArray(man.records) ? man.records : [];
+  for (const r of shards) total += Number(r.nbytes) || 0;
+  const tokFiles = Array.isArray(cfg.tokenizer_files) && cfg.tokenizer_files.length ? cfg.tokenizer_files : ['tokenizer.json'];
+  for (const n of tokFiles) {
+    if (typeof n !== 'string' || n.includes('/')) continue;
+    files.push({name: n, blob: await cachedOrFetch(modelId, base, n, {}, small)});
+  }
+  for (const r of shards) {
+    if (typeof r.dataPath !== 'string' || r.dataPath.includes('/'))
+      throw engineError('INVALID_MODEL_FOLDER', `${manifestName}: a record without a plain dataPath`, {file: manifestName, problem: 'bad_record'});
+    files.push({name: r.dataPath, blob: await cachedOrFetch(modelId, base, r.dataPath,
+      {size: Number(r.nbytes), md5: typeof r.md5sum === 'string' ? r.md5sum : ''}, shardBytes)});
+  }
+  // Everything is in Cache Storage now: validated whole like a local folder, then registered (blobs not kept).
+  return validateAndRecord(modelId, base, files, true, true);
 }
 
 const ops = {
   init: (a) => init(a),
   register: (a) => register(a),
   load: async (a) => {
-    const rec = registered.get(a.modelId);
-    if (!rec) throw engineError('UNKNOWN_MODEL', 'model ' + a.modelId + ' is not registered (registerModel first)',
-      {model: a.modelId, field: 'model'});
-    if (!rec.dir) {
-      post({type: 'progress', model: a.modelId, stage: 'cache', fraction: 0.05});
-      await materialize(rec);
+    if (typeof a.modelId !== 'string' || !a.modelId) throw engineError('BAD_REQUEST', 'load: modelId is required', {field: 'modelId'});
+    let rec = registered.get(a.modelId);
+    if (!rec) {
+      // A catalogue id (appConfig.model_list or the prebuilt list) or a base URL itself.
+      const model = a.model || catalog.get(a.modelId) || (/^https?:\/\//.test(a.modelId) ? a.modelId : null);
+      if (!model) throw engineError('UNKNOWN_MODEL', 'model ' + a.modelId + ' is not registered and not in the catalogue',
+        {model: a.modelId, field: 'model'});
+      await fetchModel(a.modelId, model);
+      rec = registered.get(a.modelId);
     }
-    const info = call('ewgpu_web_load', ['string', 'string', 'string'], [rec.dir, a.modelId, JSON.stringify(a.options || {})]);
+    post({type: 'progress', model: a.modelId, stage: 'cache', fraction: 0.05});
+    const dir = '/models/' + safeName(a.modelId);
+    const blobs = await blobsOf(rec);
+    mountBlobs(dir, blobs);
+    let info;
+    try {
+      const options = Object.assign({}, a.options || {}, {stream_weights: true});
+      info = call('ewgpu_web_load', ['string', 'string', 'string'], [dir, a.modelId, JSON.stringify(options)]);
+    } finally {
+      unmount(dir);  // the configs and the tokenizer have been read; the weights come from the Blobs below
+    }
+    if (info.writes) {
+      const t = performance.now();
+      try {
+        await streamWeights(a.modelId, info, blobs);
+      } catch (e) {
+        try { call('ewgpu_web_unload', ['string'], [a.modelId]); } catch (e2) { /* gone */ }
+        throw e.code ? e : engineError('CACHE_INCOMPLETE', `${a.modelId}: reading the weights failed: ${e && e.message || e}`, {model: a.modelId});
+      }
+      call('ewgpu_web_weights_done', ['string'], [a.modelId]);
+      info.stages = Object.assign(info.stages || {}, {weights: performance.now() - t});
+      info.weights_streamed = info.writes.length;
+      delete info.writes;
+      delete info.shards;
+    }
     post({type: 'progress', model: a.modelId, stage: 'ready', fraction: 1});
     return info;
   },
@@ -247,11 +430,59 @@ const ops = {
     return r;
   },
   state: () => call('ewgpu_web_state', [], []),
+  // appConfig.model_list entries ({model, model_id}; model_lib and the rest are ignored) and prebuilt ids.
+  catalog: (a) => {
+    for (const m of a.model_list || []) {
+      if (!m || typeof m.model_id !== 'string' || typeof m.model !== 'string')
+        throw engineError('BAD_REQUEST', 'appConfig.model_list: each entry needs model_id and model (a base URL)', {field: 'appConfig.model_list'});
+      catalog.set(m.model_id, m.model);
+      appConfigIds.add(m.model_id);
+    }
+    return {models: catalog.size};
+  },
+  fetch: (a) => fetchModel(a.modelId, a.model || catalog.get(a.modelId)),
+  batch: (a) => {
+    const r = call('ewgpu_web_batch', ['string', 'number'], [JSON.stringify(a.body), a.request]);
+    kick();
+    return r;
+  },
+  configure: (a) => call('ewgpu_web_configure', ['string'], [JSON.stringify(a.config || {})]),
+  // Registered folders, appConfig entries and WebLLM's prebuilt catalogue, each once (a registration wins).
+  available: async () => {
+    const out = [];
+    const seen = new Set();
+    for (const r of registered.values()) {
+      seen.add(r.modelId);
+      out.push({modelId: r.modelId, model: r.model, source: r.model.startsWith(LOCAL_BASE) ? 'local' : 'remote',
+        cache: await cacheState(r)});
+    }
+    const prebuilt = new Set(prebuiltList().map((e) => e.model_id));
+    for (const [id, model] of catalog) {
+      if (seen.has(id)) continue;
+      seen.add(id);
+      const cfg = hasCaches() && await (await caches.open(SCOPE_CONFIG)).match(keyOf(resolveBase(model), 'mlc-chat-config.json'));
+      out.push({modelId: id, model, source: prebuilt.has(id) && !appConfigIds.has(id) ? 'prebuilt' : 'remote',
+        cache: cfg ? 'partial' : 'absent'});
+    }
+    return out;
+  },
+  canRun: async (a) => {
+    const rec = registered.get(a.modelId);
+    if (!rec) return call('ewgpu_web_can_run', ['string', 'string'], [a.modelId, '']);
+    const dir = '/models/.fit-' + safeName(a.modelId);
+    mountBlobs(dir, await blobsOf(rec));  // reads only the two JSON files
+    try {
+      return call('ewgpu_web_can_run', ['string', 'string'], [a.modelId, dir]);
+    } finally {
+      unmount(dir);
+    }
+  },
+  recommend: (a) => call('ewgpu_web_recommend', ['string'], [JSON.stringify(a.options || {})]),
   registered: async () => {
     const out = [];
     for (const r of registered.values()) {
       out.push({modelId: r.modelId, model: r.model, files: r.files, weight_bytes: r.weight_bytes,
-        cache: await cacheState(r), inMemory: !!(r.dir && listFiles(r.dir))});
+        cache: await cacheState(r), inMemory: !!r.blobs});
     }
     return out;
   },

@@ -14,13 +14,61 @@ export interface InitProgressReport {
   progress: number;
   timeElapsed: number;
   text: string;
-  stage: 'parse' | 'upload' | 'pipelines' | 'ready' | string;
+  stage: 'fetch' | 'cache' | 'parse' | 'upload' | 'pipelines' | 'ready' | string;
   model: string;
+  /** Bytes fetched (or found cached) so far and in all, during 'fetch'. */
+  loaded?: number;
+  total?: number;
 }
 
 export interface ModelFile {
   name: string;
-  data: ArrayBuffer | Uint8Array;
+  /** A Blob is passed by reference (read in slices while the weights upload); bytes are moved to the worker. */
+  data: Blob | ArrayBuffer | Uint8Array;
+}
+
+/** WebLLM's AppConfig; of each model_list entry only model (a base URL) and model_id are read. */
+export interface AppConfig {
+  model_list: Array<{model: string; model_id: string; model_lib?: string; [key: string]: unknown}>;
+  [key: string]: unknown;
+}
+
+export interface AvailableModel {
+  modelId: string;
+  model: string;
+  source: 'local' | 'remote' | 'prebuilt';
+  cache: 'cached' | 'partial' | 'absent';
+}
+
+export interface FitReport {
+  ok: boolean;
+  blockers: Array<{code: string; message: string}>;
+  warnings: Array<{code: string; message: string}>;
+}
+
+export interface Recommendation {
+  model_id: string;
+  arch: string;
+  quantization: string;
+  params_b: number;
+  weight_mb: number;
+  vram_required_MB: number;
+  fit: FitReport;
+  [key: string]: unknown;
+}
+
+export interface EngineConfig {
+  decodeSteps?: number;
+  rows?: number;
+  taskShare?: number;
+}
+
+export type BatchItem = (ChatCompletionRequest | CompletionRequest) & {stream?: never};
+
+export interface BatchResult {
+  task: string;
+  /** In the items' order; a failed item is {index, error}. */
+  results: Array<(ChatCompletion & {index: number}) | {index: number; error: {code: string; message: string; detail: unknown}}>;
 }
 
 export interface ModelRegistration {
@@ -55,6 +103,8 @@ export interface EngineOptions {
   /** Folders to register before loading modelId. */
   models?: ModelRegistration[];
   loadOptions?: LoadOptions;
+  /** WebLLM's appConfig: its model_list ids become loadable (fetched into Cache Storage). */
+  appConfig?: AppConfig;
   /** Device features to request when the adapter has them (default ['subgroups', 'shader-f16']). */
   features?: string[];
   workerUrl?: string | URL;
@@ -81,6 +131,9 @@ export interface CompletionFields {
   logprobs?: boolean;
   top_logprobs?: number;
   logit_bias?: Record<string, number>;
+  /** Structured output (docs/structured-output.md): OpenAI's shapes and WebLLM's {type: 'json_object', schema}. */
+  response_format?: {type: 'text' | 'json_object'; schema?: string | object} |
+    {type: 'json_schema'; json_schema: {name: string; schema?: object; strict?: boolean; description?: string}};
   /** Scheduling fields (docs/engine.md). */
   session?: string;
   priority?: 'interactive' | 'normal' | 'background';
@@ -157,13 +210,23 @@ export declare class ScheduledEngine {
   };
   init(): Promise<{adapter: DeviceSummary; engine: Record<string, unknown>}>;
   registerModel(reg: ModelRegistration): Promise<RegisteredModel>;
+  setAppConfig(appConfig: AppConfig): Promise<{models: number}>;
+  /** Fetches an appConfig / prebuilt id (or a base URL given as model) into Cache Storage without loading it. */
+  fetchModel(modelId: string, model?: string): Promise<RegisteredModel>;
+  /** A registered id, an appConfig or prebuilt id, or a base URL (http(s)://…/). */
   load(modelId: string, options?: LoadOptions): Promise<Record<string, unknown>>;
   reload(modelId: string, options?: LoadOptions): Promise<Record<string, unknown>>;
   unload(modelId?: string): Promise<{unloaded: boolean}>;
   use(modelId: string): void;
   cancel(job: number | ChunkStream): Promise<{cancelled: number}>;
   interruptGenerate(): Promise<void>;
+  batch(requests: BatchItem[] | {requests: BatchItem[]; task?: string; model?: string},
+    onItem?: (result: ChatCompletion & {index: number}) => void): Promise<BatchResult>;
+  configure(config: EngineConfig): Promise<{decode_steps: number; rows: number; task_share: number}>;
   listModels(): Promise<RegisteredModel[]>;
+  listAvailableModels(): Promise<AvailableModel[]>;
+  canRun(modelId: string): Promise<FitReport>;
+  recommendModels(options?: {maxVramMB?: number; prefer?: 'quality' | 'speed'; limit?: number}): Promise<Recommendation[]>;
   deleteModel(modelId: string): Promise<{deleted: boolean}>;
   state(): Promise<Record<string, unknown>>;
   probe(): Promise<{webgpu: boolean} & Partial<DeviceSummary>>;

@@ -109,7 +109,9 @@ export class ScheduledEngine {
       return;
     }
     if (m.type === 'progress' && this._progress) {
-      this._progress({progress: m.fraction, timeElapsed: 0, text: `${m.model}: ${m.stage}`, stage: m.stage, model: m.model});
+      const bytes = m.total ? ` ${(m.loaded / 1048576).toFixed(1)}/${(m.total / 1048576).toFixed(1)} MiB` : '';
+      this._progress({progress: m.fraction, timeElapsed: 0, text: `${m.model}: ${m.stage}${bytes}`, stage: m.stage,
+        model: m.model, loaded: m.loaded, total: m.total});
     }
     for (const fn of this._listeners) fn(m);
   }
@@ -129,19 +131,37 @@ export class ScheduledEngine {
     const list = [];
     const transfer = [];
     for (const f of files) {
+      if (!f || typeof (f.webkitRelativePath || f.name) !== 'string')
+        throw new EngineError('INVALID_MODEL_FOLDER', 'registerModel: every file needs a name', {problem: 'bad_file'});
       let data;
-      if (typeof Blob !== 'undefined' && f instanceof Blob) data = await f.arrayBuffer();
-      else if (f.data instanceof ArrayBuffer) data = f.data.slice(0);
-      else data = new Uint8Array(f.data).slice().buffer;
-      const name = f.webkitRelativePath || f.name;
-      list.push({name, data});
-      transfer.push(data);
+      // A File / Blob is posted as it is (a reference, not a copy: the worker reads it in slices as the weights
+      // upload); bytes are moved into the worker (transferred).
+      if (typeof Blob !== 'undefined' && f instanceof Blob) data = f;
+      else if (typeof Blob !== 'undefined' && f.data instanceof Blob) data = f.data;
+      else if (f.data instanceof ArrayBuffer) { data = f.data.slice(0); transfer.push(data); }
+      else if (ArrayBuffer.isView(f.data)) { data = new Uint8Array(f.data.buffer, f.data.byteOffset, f.data.byteLength).slice().buffer; transfer.push(data); }
+      else throw new EngineError('INVALID_MODEL_FOLDER', `registerModel: ${f.name} has no data`, {problem: 'bad_file', file: f.name});
+      list.push({name: f.webkitRelativePath || f.name, data});
     }
     const rec = await this._call('register', {modelId, model, files: list, persist}, transfer);
     this._models.set(modelId, rec);
     return rec;
   }
 
+  // WebLLM's AppConfig: model_list entries {model (a base URL), model_id, ...}; model_lib and the other fields are
+  // not needed by this engine and ignored. load(model_id) then fetches the folder into Cache Storage (WebLLM's
+  // scopes and keys, progress through initProgressCallback) unless it is cached already.
+  async setAppConfig(appConfig) {
+    const list = appConfig && Array.isArray(appConfig.model_list) ? appConfig.model_list : null;
+    if (!list) throw new EngineError('BAD_REQUEST', 'appConfig.model_list must be a list', {field: 'appConfig.model_list'});
+    this.appConfig = appConfig;
+    return this._call('catalog', {model_list: list.map((m) => ({model: m && m.model, model_id: m && m.model_id}))});
+  }
+
+  // Fetches a model (an appConfig id, or a base URL given as model) into Cache Storage without loading it.
+  fetchModel(modelId, model) { return this._call('fetch', {modelId, model}); }
+
+  // modelId: a registered folder, an appConfig.model_list id, or a base URL (http(s)://.../).
   async load(modelId, options) {
     const info = await this._call('load', {modelId, options});
     this._loaded.add(modelId);
@@ -190,6 +210,43 @@ export class ScheduledEngine {
     return done;
   }
 
+  // Many independent requests as one task (the seed's batch; an item with prompt is a completion, else a chat).
+  // Every item is checked before any runs (a bad one rejects the batch: EngineError with detail.index). Resolves to
+  // {task, results} in the items' order; onItem(response) is called as each one finishes.
+  async batch(req, onItem) {
+    const requests = Array.isArray(req) ? req : req && req.requests;
+    if (!Array.isArray(requests) || !requests.length)
+      throw new EngineError('BAD_REQUEST', 'requests: a batch needs a non-empty list', {field: 'requests'});
+    const body = Object.assign({}, Array.isArray(req) ? {} : req, {requests});
+    if (!body.model && this._current) body.model = this._current;
+    const first = this._next;
+    this._next += requests.length;
+    const done = requests.map((_, i) => new Promise((resolve, reject) => this._requests.set(first + i, {
+      resolve: (r) => { if (onItem) onItem(r); resolve(r); },
+      reject: (e) => resolve({index: i, error: {code: e.code, message: e.message, detail: e.detail}}),
+    })));
+    let r;
+    try {
+      r = await this._call('batch', {body, request: first});
+    } catch (e) {
+      for (let i = 0; i < requests.length; i++) this._requests.delete(first + i);
+      throw e;
+    }
+    return {task: r.task, results: await Promise.all(done)};
+  }
+
+  // Retunes the live engine, no reload: {decodeSteps?, rows?, taskShare?} (snake_case too).
+  configure(config) { return this._call('configure', {config}); }
+
+  // Registered folders, appConfig.model_list entries and WebLLM's prebuilt catalogue:
+  // [{modelId, model, source: 'local' | 'remote' | 'prebuilt', cache}].
+  listAvailableModels() { return this._call('available'); }
+  // {ok, blockers, warnings} for this device, before anything is downloaded (catalogue facts and, for a registered
+  // folder, its config and manifest). UNKNOWN_MODEL for an id neither knows.
+  canRun(modelId) { return this._call('canRun', {modelId}); }
+  // WebLLM's prebuilt models ranked for this device: {maxVramMB?, prefer?: 'quality' | 'speed', limit?}.
+  recommendModels(options) { return this._call('recommend', {options}); }
+
   // Cancels a job (a stream, its job number). The job ends with finish_reason "abort" and its partial text.
   async cancel(job) {
     const id = typeof job === 'object' && job ? job.job : job;
@@ -227,6 +284,7 @@ export class ScheduledEngine {
 export async function CreateScheduledEngine(modelId, options = {}) {
   const engine = new ScheduledEngine(options);
   await engine.init();
+  if (options.appConfig) await engine.setAppConfig(options.appConfig);
   for (const m of options.models || []) await engine.registerModel(m);
   if (modelId) await engine.load(modelId, options.loadOptions);
   return engine;

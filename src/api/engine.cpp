@@ -316,18 +316,9 @@ void Engine::Impl::runLoad(const std::string& source, LoadOptions lo, std::share
   const auto t_parse = std::chrono::steady_clock::now();
   auto folder = ModelFolder::open(dir);
   if (!folder) return L.fail(std::move(folder).error());
-  auto tok = Tokenizer::fromFile(dir + "/tokenizer.json");
-  if (!tok) return L.fail(std::move(tok).error());
-  auto assets = std::make_shared<ModelAssets>(ModelAssets{L.id, dir, folder->config(), std::move(*tok), {}, {}, {}, 0});
-  if (!folder->config().conv_template.is_null()) {
-    auto conv = ConvTemplate::fromJson(folder->config().conv_template);
-    if (!conv) return L.fail(std::move(conv).error());
-    if (Status st = checkTemplateIds(*conv, folder->config().vocab); !st) return L.fail(std::move(st).error());
-    assets->conv.emplace(std::move(*conv));
-  }
-  assets->vocab = grammar::vocabularyOf(assets->tokenizer);  // ~0.1 s at 151k tokens (docs/structured-output.md)
-  assets->defaults = defaultSampling(assets->config, assets->conv ? &*assets->conv : nullptr);
-  if (assets->conv) assets->stop_strings = assets->conv->stopStrings();
+  auto loaded = loadModelAssets(L.id, dir, *folder);
+  if (!loaded) return L.fail(std::move(loaded).error());
+  std::shared_ptr<ModelAssets> assets = std::move(*loaded);
   L.stages["parse"] = msSince(t_parse);
   auto shared_folder = std::make_shared<ModelFolder>(std::move(*folder));
 

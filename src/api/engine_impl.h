@@ -3,6 +3,7 @@
 // destroyed only on the driver thread.
 #pragma once
 
+#include "api/prepare.h"
 #include "engine/scheduler.h"
 #include "ewgpu/engine.h"
 #include "gpu/context.h"
@@ -19,18 +20,6 @@
 #include <thread>
 
 namespace ewgpu {
-
-// The CPU side of a resident model, immutable once loaded: caller threads render prompts with it.
-struct ModelAssets {
-  std::string id, dir;
-  ModelConfig config;
-  Tokenizer tokenizer;
-  std::optional<ConvTemplate> conv;
-  SamplingParams defaults;  // the folder's sampling values and the template's stop ids
-  std::vector<std::string> stop_strings;
-  uint32_t context = 0;  // positions per row actually used
-  std::shared_ptr<const grammar::TokenVocabulary> vocab;  // the tokenizer's token bytes, for structured output
-};
 
 struct Resident {
   std::shared_ptr<const ModelAssets> assets;

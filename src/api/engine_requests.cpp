@@ -2,7 +2,6 @@
 // applied) becomes a scheduler job; batches; the OpenAI chat.completions / completions facade over them.
 #include "api/engine_impl.h"
 #include "api/openai.h"
-#include "grammar/json_schema.h"
 
 #include <random>
 
@@ -54,91 +53,7 @@ Result<PreparedJob> Engine::Impl::prepare(const CompletionRequest& req) const {
     }
     job.assets = it->second.assets;
   }
-  const ModelAssets& a = *job.assets;
-  // Render the prompt (outside the lock: tokenizing a long prompt takes milliseconds).
-  std::vector<int32_t> ids;
-  const char* prompt_field = "messages";
-  if (req.prompt && !req.messages.empty()) return bad("prompt", "give either prompt or messages, not both");
-  if (req.prompt) {
-    prompt_field = "prompt";
-    if (req.prompt->empty()) return bad("prompt", "must not be empty");
-    ids = a.tokenizer.encode(*req.prompt);
-  } else {
-    if (req.messages.empty()) return bad("messages", "required (a non-empty list)");
-    for (size_t i = 0; i < req.messages.size(); ++i) {
-      const std::string& role = req.messages[i].role;
-      if (role != "system" && role != "user" && role != "assistant" && role != "tool")
-        return bad("messages[" + std::to_string(i) + "].role", "must be system, user, assistant or tool",
-                   {{"value", role}});
-    }
-    if (a.conv) {
-      auto r = a.conv->renderTokens(a.tokenizer, req.messages);
-      if (!r) {
-        Error e = std::move(r).error();
-        e.detail["field"] = "messages";
-        return e;
-      }
-      ids = std::move(*r);
-    } else {  // no template: the contents, one per line
-      std::string text;
-      for (const auto& m : req.messages) text += m.content + "\n";
-      ids = a.tokenizer.encode(text);
-    }
-  }
-  if (ids.empty()) return bad(prompt_field, "renders to no tokens");
-  if (ids.size() >= a.context)
-    return makeError(ErrorCode::kContextTooLong,
-                     "the prompt is " + std::to_string(ids.size()) + " tokens; the context window of " + a.id +
-                         " is " + std::to_string(a.context),
-                     {{"field", prompt_field}, {"prompt_tokens", ids.size()}, {"context_window", a.context}});
-  // Sampling: the folder's defaults, then what the request sets.
-  SamplingParams s = a.defaults;
-  if (req.temperature) s.temperature = *req.temperature;
-  if (req.top_p) s.top_p = *req.top_p;
-  if (req.top_k) s.top_k = *req.top_k;
-  if (req.presence_penalty) s.presence_penalty = *req.presence_penalty;
-  if (req.frequency_penalty) s.frequency_penalty = *req.frequency_penalty;
-  if (req.repetition_penalty) s.repetition_penalty = *req.repetition_penalty;
-  s.seed = req.seed ? *req.seed : randomSeed();
-  if (req.max_tokens && *req.max_tokens == 0) return bad("max_tokens", "must be at least 1");
-  s.max_tokens = std::min<uint64_t>(req.max_tokens.value_or(opts.default_max_tokens), a.context - ids.size());
-  s.logprobs = req.logprobs;
-  if (req.top_logprobs && !req.logprobs) return bad("top_logprobs", "needs logprobs");
-  s.n_logprobs = req.top_logprobs;
-  s.logit_bias = req.logit_bias;
-  EWGPU_TRY(s.validate(a.config.vocab));
-  for (const auto& st : req.stop)
-    if (st.empty()) return bad("stop", "stop strings must not be empty");
-  if (req.session.size() > 256) return bad("session", "longer than 256 bytes");
-  if (req.task.size() > 256) return bad("task", "longer than 256 bytes");
-
-  std::shared_ptr<grammar::CompiledGrammar> grammar;
-  if (req.response_format && req.response_format->type != "text") {
-    const ResponseFormat& rf = *req.response_format;
-    grammar = std::make_shared<grammar::CompiledGrammar>();
-    grammar->kind = rf.type;
-    grammar->vocab = a.vocab;
-    if (rf.type == "json_object") {
-      grammar->grammar = grammar::jsonObjectGrammar();
-    } else if (rf.type == "json_schema") {
-      EWGPU_ASSIGN(grammar->grammar, grammar::compileJsonSchema(rf.schema.is_null() ? nlohmann::json(true) : rf.schema,
-                                                               "response_format.json_schema.schema"));
-    } else {
-      return bad("response_format.type", "must be text, json_object or json_schema", {{"value", rf.type}});
-    }
-  }
-
-  JobSpec& j = job.spec;
-  j.model = a.id;
-  j.row.prompt = std::move(ids);
-  j.row.sampling = std::move(s);
-  j.row.stop_strings = a.stop_strings;
-  j.row.stop_strings.insert(j.row.stop_strings.end(), req.stop.begin(), req.stop.end());
-  j.row.grammar = std::move(grammar);
-  j.priority = req.priority;
-  j.session = req.session;
-  j.task = req.task;
-  j.preemptible = req.preemptible;
+  EWGPU_ASSIGN(job.spec, prepareJob(*job.assets, req, PrepareOptions{opts.default_max_tokens, randomSeed()}));
   return job;
 }
 

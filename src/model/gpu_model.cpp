@@ -15,38 +15,78 @@ struct Part {               // one module of a (possibly fused) matrix
 class Uploader {
  public:
   Uploader(gpu::Context& ctx, const ModelFolder& f, const UploadOptions& o)
-      : ctx_(ctx), f_(f), max_chunk_(o.max_chunk_bytes), on_bytes_(o.on_bytes) {}
+      : ctx_(ctx), f_(f), max_chunk_(o.max_chunk_bytes), on_bytes_(o.on_bytes), defer_(o.defer) {}
 
   Result<GpuMatrix> matrix(const std::vector<Part>& parts, uint32_t k, const std::string& bias_name = "") {
     GpuMatrix m;
     m.format = weightFormatOf(f_.config().quant);
     m.k = k;
     for (const auto& p : parts) m.n += p.rows;
-    // Host copies of the packed rows of every part, concatenated.
+    const bool q = quantSpec(f_.config().quant).quantized;
+    std::vector<Src> ws, ss;  // per part: its weight record (and scale record)
+    for (const auto& p : parts) {
+      const TensorInfo* wt = f_.find(p.module + (q ? ".q_weight" : ".weight"));
+      if (!wt) return missing(p.module);
+      ws.push_back({wt, p.rows});
+      if (q) {
+        const TensorInfo* st = f_.find(p.module + ".q_scale");
+        if (!st) return missing(p.module + ".q_scale");
+        ss.push_back({st, p.rows});
+      }
+    }
+    const uint64_t w_row = rowBytes(ws), s_row = q ? rowBytes(ss) : 0;
+    if (w_row == 0 || (q && s_row == 0)) {  // unusual records: the old way
+      EWGPU_TRY(concatenated(m, parts, q));
+    } else {
+      uint64_t limit = max_chunk_ ? max_chunk_ : ctx_.limits().maxStorageBufferBindingSize;
+      uint64_t per_chunk = std::max<uint64_t>(2, (limit / std::max<uint64_t>(w_row, 1)) & ~uint64_t(1));  // even rows
+      for (uint32_t start = 0; start < m.n; start += (uint32_t)per_chunk) {
+        uint32_t rows = (uint32_t)std::min<uint64_t>(per_chunk, m.n - start);
+        auto wbuf = ctx_.createBuffer(rows * w_row, gpu::BufferKind::kStorage, parts[0].module);
+        if (!wbuf) return std::move(wbuf).error();
+        EWGPU_TRY(copyRows(ws, w_row, start, rows, *wbuf));
+        m.w.push_back(std::move(*wbuf));
+        if (q) {
+          auto sbuf = ctx_.createBuffer(rows * s_row, gpu::BufferKind::kStorage, parts[0].module + ".scale");
+          if (!sbuf) return std::move(sbuf).error();
+          EWGPU_TRY(copyRows(ss, s_row, start, rows, *sbuf));
+          m.s.push_back(std::move(*sbuf));
+        }
+        m.rows.push_back(rows);
+        added(rows * (w_row + s_row));
+      }
+    }
+    if (!bias_name.empty()) {
+      auto b = vector(bias_name);
+      if (!b) return std::move(b).error();
+      m.bias = std::move(*b);
+    }
+    return m;
+  }
+
+  // The old path for records whose rows are not whole 4-byte words (or f32 records stored as bf16): every part
+  // concatenated in host memory, then split.
+  Status concatenated(GpuMatrix& m, const std::vector<Part>& parts, bool q) {
     std::vector<uint8_t> w, s;
     for (const auto& p : parts) {
-      bool q = quantSpec(f_.config().quant).quantized;
-      auto wt = f_.find(p.module + (q ? ".q_weight" : ".weight"));
-      if (!wt) return missing(p.module);
-      auto wb = f_.storageBytes(*wt);
+      auto wb = f_.storageBytes(*f_.find(p.module + (q ? ".q_weight" : ".weight")));
       if (!wb) return std::move(wb).error();
       w.insert(w.end(), wb->begin(), wb->end());
       if (q) {
-        auto st = f_.find(p.module + ".q_scale");
-        if (!st) return missing(p.module + ".q_scale");
-        auto sb = f_.storageBytes(*st);
+        auto sb = f_.storageBytes(*f_.find(p.module + ".q_scale"));
         if (!sb) return std::move(sb).error();
         s.insert(s.end(), sb->begin(), sb->end());
       }
     }
     const uint64_t w_row = w.size() / m.n, s_row = s.size() / m.n;
+    w.resize(padded(w.size()), 0);
     uint64_t limit = max_chunk_ ? max_chunk_ : ctx_.limits().maxStorageBufferBindingSize;
     uint64_t per_chunk = std::max<uint64_t>(2, (limit / std::max<uint64_t>(w_row, 1)) & ~uint64_t(1));  // even rows
     for (uint32_t start = 0; start < m.n; start += (uint32_t)per_chunk) {
       uint32_t rows = (uint32_t)std::min<uint64_t>(per_chunk, m.n - start);
       auto wbuf = ctx_.createBuffer(rows * w_row, gpu::BufferKind::kStorage, parts[0].module);
       if (!wbuf) return std::move(wbuf).error();
-      ctx_.write(*wbuf, 0, w.data() + start * w_row, padded(rows * w_row));
+      ctx_.write(*wbuf, 0, w.data() + start * w_row, std::min<size_t>(padded(rows * w_row), w.size() - (size_t)(start * w_row)));
       m.w.push_back(std::move(*wbuf));
       if (!s.empty()) {
         auto sbuf = ctx_.createBuffer(rows * s_row, gpu::BufferKind::kStorage, parts[0].module + ".scale");
@@ -59,12 +99,7 @@ class Uploader {
       m.rows.push_back(rows);
       added(rows * (w_row + s_row));
     }
-    if (!bias_name.empty()) {
-      auto b = vector(bias_name);
-      if (!b) return std::move(b).error();
-      m.bias = std::move(*b);
-    }
-    return m;
+    return {};
   }
 
   Result<gpu::Buffer> vector(const std::string& name) {
@@ -84,6 +119,50 @@ class Uploader {
   uint64_t bytes() const { return bytes_; }
 
  private:
+  struct Src {
+    const TensorInfo* t;
+    uint32_t rows;
+  };
+  // Bytes per row, the same for every part and a whole number of 4-byte words; 0 when not (then the
+  // concatenating path runs).
+  static uint64_t rowBytes(const std::vector<Src>& parts) {
+    uint64_t row = 0;
+    for (const auto& p : parts) {
+      if (p.t->f32_as_bf16 || p.rows == 0 || p.t->nbytes % p.rows) return 0;
+      const uint64_t r = p.t->nbytes / p.rows;
+      if (r % 4 || (row && r != row)) return 0;
+      row = r;
+    }
+    return row;
+  }
+  // Rows [start, start + rows) of the parts stacked, into dst from offset 0, read in slices of at most
+  // kSliceBytes: the host never holds more than one slice of a matrix (the browser's heap stays small).
+  Status copyRows(const std::vector<Src>& parts, uint64_t row_bytes, uint32_t start, uint32_t rows,
+                  const gpu::Buffer& dst) {
+    constexpr uint64_t kSliceBytes = 8ull << 20;
+    const uint64_t slice_rows = std::max<uint64_t>(1, kSliceBytes / row_bytes);
+    uint64_t first = 0, dst_off = 0;  // first: the part's first row in the stacked matrix
+    const uint64_t end = (uint64_t)start + rows;
+    for (const auto& p : parts) {
+      const uint64_t lo = std::max<uint64_t>(first, start), hi = std::min<uint64_t>(first + p.rows, end);
+      if (defer_ && hi > lo) {
+        defer_(dst, dst_off, *p.t, (lo - first) * row_bytes, (hi - lo) * row_bytes);
+        dst_off += (hi - lo) * row_bytes;
+        first += p.rows;
+        continue;
+      }
+      for (uint64_t r = lo; r < hi; r += slice_rows) {
+        const uint64_t n = std::min<uint64_t>(slice_rows, hi - r);
+        staging_.resize(n * row_bytes);
+        EWGPU_TRY(f_.readRange(*p.t, (r - first) * row_bytes, staging_));
+        ctx_.write(dst, dst_off, staging_.data(), staging_.size());
+        dst_off += staging_.size();
+      }
+      first += p.rows;
+    }
+    return {};
+  }
+  std::vector<uint8_t> staging_;
   static size_t padded(size_t n) { return (n + 3) & ~size_t(3); }
   void added(uint64_t n) {
     bytes_ += n;
@@ -97,6 +176,7 @@ class Uploader {
   const ModelFolder& f_;
   uint64_t max_chunk_;
   std::function<void(uint64_t)> on_bytes_;
+  std::function<void(const gpu::Buffer&, uint64_t, const TensorInfo&, uint64_t, uint64_t)> defer_;
   uint64_t bytes_ = 0;
 };
 

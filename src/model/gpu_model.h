@@ -57,6 +57,12 @@ struct UploadOptions {
   uint64_t max_chunk_bytes = 0;
   // Called after each buffer is written with the bytes uploaded so far (load progress); may be empty.
   std::function<void(uint64_t bytes_uploaded)> on_bytes;
+  // When set, a matrix's rows are not read here: each contiguous range of a record that goes to a buffer is handed
+  // to defer(dst, dst_offset, record, offset in the record, bytes), and the caller writes those bytes itself
+  // before the model is used (the browser: from the shard's Blob, asynchronously). Sizes and offsets are
+  // multiples of 4. Vectors (norms, biases: small, converted to f32) are still written here.
+  std::function<void(const gpu::Buffer& dst, uint64_t dst_offset, const TensorInfo& t, uint64_t offset, uint64_t size)>
+      defer;
 };
 
 kernels::WeightFormat weightFormatOf(Quant q);

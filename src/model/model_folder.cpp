@@ -2,6 +2,9 @@
 // md5 verification (mlc-format.md §1.7).
 #include "model/model_folder.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <sys/stat.h>
 
 #include <cstring>
@@ -132,11 +135,39 @@ Result<std::span<const uint8_t>> ModelFolder::rawBytes(const TensorInfo& t) cons
   return shards_->files[t.shard].bytes().subspan(t.byte_offset, t.nbytes);
 }
 
-Result<std::vector<uint8_t>> ModelFolder::storageBytes(const TensorInfo& t) const {
+Status ModelFolder::readRange(const TensorInfo& t, uint64_t offset, std::span<uint8_t> out) const {
+  if (offset > t.nbytes || out.size() > t.nbytes - offset)
+    return makeError(ErrorCode::kInternal, "read past the end of a tensor", {{"tensor", t.name}});
+#ifdef EWGPU_WEB
+  if (t.shard < 0 || (size_t)t.shard >= cache_.shards.size())
+    return makeError(ErrorCode::kInternal, "tensor has no shard", {{"tensor", t.name}});
+  const std::string path = dir_ + "/" + cache_.shards[t.shard].data_path;
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return makeError(ErrorCode::kIo, "cannot open " + path, {{"path", path}});
+  size_t done = 0;
+  while (done < out.size()) {
+    ssize_t n = ::pread(fd, out.data() + done, out.size() - done, (off_t)(t.byte_offset + offset + done));
+    if (n <= 0) break;
+    done += (size_t)n;
+  }
+  ::close(fd);
+  if (done != out.size())
+    return folderError(cache_.shards[t.shard].data_path, "truncated", "shard is shorter than the manifest says",
+                       {{"tensor", t.name}});
+  return {};
+#else
   auto raw = rawBytes(t);
   if (!raw.ok()) return std::move(raw).error();
-  std::span<const uint8_t> b = *raw;
-  if (!t.f32_as_bf16) return std::vector<uint8_t>(b.begin(), b.end());
+  std::memcpy(out.data(), raw->data() + offset, out.size());
+  return {};
+#endif
+}
+
+Result<std::vector<uint8_t>> ModelFolder::storageBytes(const TensorInfo& t) const {
+  std::vector<uint8_t> raw(t.nbytes);
+  EWGPU_TRY(readRange(t, 0, raw));
+  std::span<const uint8_t> b = raw;
+  if (!t.f32_as_bf16) return raw;
   std::vector<uint8_t> out(b.size() * 2);
   for (size_t i = 0; i < b.size() / 2; ++i) {
     uint32_t u = (uint32_t)(b[2 * i] | (b[2 * i + 1] << 8)) << 16;  // bf16 word -> f32 bits

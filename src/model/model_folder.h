@@ -46,6 +46,10 @@ class ModelFolder {
   Result<std::span<const uint8_t>> rawBytes(const TensorInfo& t) const;
   // Decoded bytes in the record's dtype: f32-to-bf16 float32 records expanded to 4-byte floats.
   Result<std::vector<uint8_t>> storageBytes(const TensorInfo& t) const;
+  // out.size() encoded bytes of a record from `offset` into it. Natively a copy out of the mapped shard; in the
+  // browser build a read of just that range (shards there are Blobs behind WORKERFS: mapping one would copy the
+  // whole shard into the wasm heap), so a caller that reads in bounded slices never holds more than a slice.
+  Status readRange(const TensorInfo& t, uint64_t offset, std::span<uint8_t> out) const;
 
  private:
   ModelFolder() = default;

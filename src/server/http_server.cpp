@@ -213,7 +213,12 @@ json errorBody(const std::string& code, const std::string& message, const std::s
 // cannot drive the engine unless allowed; preflight answered here), the API key, and a stopping server.
 httplib::Server::HandlerResponse guard(Context& ctx, const httplib::Request& req, httplib::Response& res) {
   try {
-    if (req.has_header("Origin")) {
+    // The --web folder's files are public (any client may GET them without an Origin), and a page's own module
+    // scripts and worker are fetched with its Origin header: those GETs skip the allowlist, which guards the API.
+    const bool static_file = !ctx.opts.web_dir.empty() && (req.method == "GET" || req.method == "HEAD") &&
+                             req.path.rfind("/v1/", 0) != 0 && req.path != "/v1" && req.path != "/health" &&
+                             req.path != "/metrics";
+    if (req.has_header("Origin") && !static_file) {
       const std::string origin = req.get_header_value("Origin");
       bool allowed = false;
       for (const auto& o : ctx.opts.cors_origins) allowed |= o == "*" || o == origin;

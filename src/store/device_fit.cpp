@@ -7,8 +7,6 @@
 #include <regex>
 #include <sstream>
 
-#include "store/model_store.h"
-
 namespace ewgpu {
 namespace {
 
@@ -127,16 +125,6 @@ FitReport checkFit(const ModelFacts& f, const DeviceInfo& dev) {
     r.warnings.push_back({"shader_f16", "no shader-f16 on this adapter: runs with f32 arithmetic, possibly slower"});
   r.ok = r.blockers.empty();
   return r;
-}
-
-Result<FitReport> canRun(ModelStore& store, const std::string& id, const DeviceInfo& dev) {
-  auto rec = store.record(id);
-  if (!rec) return std::move(rec).error();
-  ModelFacts f;
-  f.id = id;
-  if (const CatalogEntry* e = findPrebuilt(id)) f = factsFromCatalog(*e);
-  addFactsFromFolder(rec->dir, f);  // no-op when nothing is cached yet
-  return checkFit(f, dev);
 }
 
 double paramsFromId(const std::string& id) {

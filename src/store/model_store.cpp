@@ -2,6 +2,8 @@
 // Downloads and local linking live in model_store_fetch.cpp.
 #include "store/model_store.h"
 
+#include "store/device_fit.h"
+
 #include "store/default_model.h"
 
 #include <sys/stat.h>
@@ -218,6 +220,18 @@ Result<std::string> ModelStore::resolve(const std::string& x) {
 
 Result<std::string> resolveModelDir(const std::string& id_or_path, ModelStore& store) {
   return store.resolve(id_or_path);
+}
+
+// canRun for an id this store knows (device_fit.h): here rather than in device_fit.cpp, which the browser build
+// compiles without the store.
+Result<FitReport> canRun(ModelStore& store, const std::string& id, const DeviceInfo& dev) {
+  auto rec = store.record(id);
+  if (!rec) return std::move(rec).error();
+  ModelFacts f;
+  f.id = id;
+  if (const CatalogEntry* e = findPrebuilt(id)) f = factsFromCatalog(*e);
+  addFactsFromFolder(rec->dir, f);  // no-op when nothing is cached yet
+  return checkFit(f, dev);
 }
 
 }  // namespace ewgpu

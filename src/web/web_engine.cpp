@@ -7,6 +7,8 @@
 // worker as JSON messages (ewgpuJsPost). Exports return a malloc'd JSON string the caller frees (ewgpu_web_free):
 // {"ok": ...} or {"error": {code, message, detail}} with the engine's error codes.
 #include "api/openai.h"
+#include "api/prepare.h"
+#include "base/md5.h"
 #include "engine/scheduler.h"
 #include "gpu/context.h"
 #include "model/gpu_model.h"
@@ -14,6 +16,8 @@
 #include "runtime/executor.h"
 #include "runtime/forward.h"
 #include "runtime/local_engine.h"
+#include "store/catalog.h"
+#include "store/device_fit.h"
 #include "tokenizer/conv_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -32,16 +36,11 @@ namespace ewgpu::web {
 namespace {
 
 struct Model {
-  std::string id;
-  ModelConfig config;
-  std::unique_ptr<Tokenizer> tokenizer;
-  std::optional<ConvTemplate> conv;
-  SamplingParams defaults;
-  std::vector<std::string> stop_strings;
-  uint32_t context = 0;
+  std::shared_ptr<const ModelAssets> assets;  // tokenizer, template, defaults, vocabulary (api/prepare.h)
   std::unique_ptr<GpuModel> gpu;
   std::unique_ptr<Forward> forward;
   uint64_t weight_bytes = 0;
+  bool weights_pending = false;  // streamed weights not all written yet (ewgpu_web_weights_done)
 };
 
 struct Host {
@@ -51,6 +50,7 @@ struct Host {
   std::string current;
   uint64_t seed_counter = 0x9E3779B97F4A7C15ull;
   uint64_t next_completion = 1;
+  std::map<std::string, std::unique_ptr<GpuModel>> staged;  // upload_only with streamed weights, until done
 };
 Host* g_host = nullptr;
 
@@ -74,81 +74,22 @@ double msSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
 
-Error bad(const std::string& field, const std::string& message) {
-  return makeError(ErrorCode::kBadRequest, field + ": " + message, {{"field", field}});
-}
-
-// What Engine::Impl::prepare does natively, for the one thread here.
+// The model the request names (or the current one), then the host-neutral api::prepareJob, as natively.
 Result<JobSpec> prepare(Host& h, const CompletionRequest& req, const Model** out_model) {
   const std::string id = req.model.empty() ? h.current : req.model;
   if (id.empty()) return makeError(ErrorCode::kNoModel, "no model is loaded (load one first)", {{"field", "model"}});
   auto it = h.models.find(id);
-  if (it == h.models.end())
-    return makeError(ErrorCode::kUnknownModel, "model " + id + " is not loaded", {{"field", "model"}, {"model", id}});
-  const Model& m = it->second;
-  *out_model = &m;
-  std::vector<int32_t> ids;
-  const char* field = "messages";
-  if (req.prompt && !req.messages.empty()) return bad("prompt", "give either prompt or messages, not both");
-  if (req.prompt) {
-    field = "prompt";
-    if (req.prompt->empty()) return bad("prompt", "must not be empty");
-    ids = m.tokenizer->encode(*req.prompt);
-  } else {
-    if (req.messages.empty()) return bad("messages", "required (a non-empty list)");
-    if (m.conv) {
-      auto r = m.conv->renderTokens(*m.tokenizer, req.messages);
-      if (!r) {
-        Error e = std::move(r).error();
-        e.detail["field"] = "messages";
-        return e;
-      }
-      ids = std::move(*r);
-    } else {
-      std::string text;
-      for (const auto& msg : req.messages) text += msg.content + "\n";
-      ids = m.tokenizer->encode(text);
-    }
+  if (it == h.models.end()) {
+    nlohmann::json ids = nlohmann::json::array();
+    for (const auto& [mid, m] : h.models) ids.push_back(mid);
+    return makeError(ErrorCode::kUnknownModel, "model " + id + " is not loaded",
+                     {{"field", "model"}, {"model", id}, {"resident", ids}});
   }
-  if (ids.empty()) return bad(field, "renders to no tokens");
-  if (ids.size() >= m.context)
-    return makeError(ErrorCode::kContextTooLong,
-                     "the prompt is " + std::to_string(ids.size()) + " tokens; the context window of " + m.id + " is " +
-                         std::to_string(m.context),
-                     {{"field", field}, {"prompt_tokens", ids.size()}, {"context_window", m.context}});
-  // Structured output needs the model's vocabulary trie and the grammar matcher, which this host does not build yet.
-  if (req.response_format && req.response_format->type != "text")
-    return makeError(ErrorCode::kUnsupported, "response_format: structured output is not in the browser build yet",
-                     {{"field", "response_format"}});
-  SamplingParams s = m.defaults;
-  if (req.temperature) s.temperature = *req.temperature;
-  if (req.top_p) s.top_p = *req.top_p;
-  if (req.top_k) s.top_k = *req.top_k;
-  if (req.presence_penalty) s.presence_penalty = *req.presence_penalty;
-  if (req.frequency_penalty) s.frequency_penalty = *req.frequency_penalty;
-  if (req.repetition_penalty) s.repetition_penalty = *req.repetition_penalty;
+  if (it->second.weights_pending)
+    return makeError(ErrorCode::kNoModel, "model " + id + " is still loading", {{"field", "model"}, {"model", id}});
+  *out_model = &it->second;
   h.seed_counter = h.seed_counter * 6364136223846793005ull + 1442695040888963407ull;
-  s.seed = req.seed ? *req.seed : h.seed_counter;
-  if (req.max_tokens && *req.max_tokens == 0) return bad("max_tokens", "must be at least 1");
-  s.max_tokens = std::min<uint64_t>(req.max_tokens.value_or(256), m.context - ids.size());
-  s.logprobs = req.logprobs;
-  if (req.top_logprobs && !req.logprobs) return bad("top_logprobs", "needs logprobs");
-  s.n_logprobs = req.top_logprobs;
-  s.logit_bias = req.logit_bias;
-  EWGPU_TRY(s.validate(m.config.vocab));
-  for (const auto& st : req.stop)
-    if (st.empty()) return bad("stop", "stop strings must not be empty");
-  JobSpec j;
-  j.model = m.id;
-  j.row.prompt = std::move(ids);
-  j.row.sampling = std::move(s);
-  j.row.stop_strings = m.stop_strings;
-  j.row.stop_strings.insert(j.row.stop_strings.end(), req.stop.begin(), req.stop.end());
-  j.priority = req.priority;
-  j.session = req.session;
-  j.task = req.task;
-  j.preemptible = req.preemptible;
-  return j;
+  return prepareJob(*it->second.assets, req, PrepareOptions{256, h.seed_counter});
 }
 
 Status ensureContext(Host& h) {
@@ -189,7 +130,9 @@ __attribute__((used)) char* ewgpu_web_validate_folder(const char* dir) {
   return ok({{"tensors", folder->tensors().size()}, {"weight_bytes", bytes}});
 }
 
-// Loads the folder at `dir` as `id`: parse, upload, pipelines, rows. Options JSON: {rows, context, decode_steps}.
+// Loads the folder at `dir` as `id`: parse, upload, pipelines, rows. Options JSON: {rows, context, decode_steps,
+// max_steps, submission_ms, stream_weights (below), upload_only (upload the weights, report the times, keep
+// nothing: for measurements)}.
 __attribute__((used)) char* ewgpu_web_load(const char* dir_c, const char* id_c, const char* options_c) {
   if (!g_host) g_host = new Host();
   Host& h = *g_host;
@@ -202,27 +145,39 @@ __attribute__((used)) char* ewgpu_web_load(const char* dir_c, const char* id_c, 
   post({{"type", "progress"}, {"model", id}, {"stage", "parse"}, {"fraction", 0.1}});
   auto folder = ModelFolder::open(dir);
   if (!folder) return fail(folder.error());
-  auto tok = Tokenizer::fromFile(dir + "/tokenizer.json");
-  if (!tok) return fail(tok.error());
+  auto loaded = loadModelAssets(id, dir, *folder);
+  if (!loaded) return fail(loaded.error());
+  std::shared_ptr<ModelAssets> assets = std::move(*loaded);
   Model m;
-  m.id = id;
-  m.config = folder->config();
-  m.tokenizer = std::make_unique<Tokenizer>(std::move(*tok));
-  if (!m.config.conv_template.is_null()) {
-    auto conv = ConvTemplate::fromJson(m.config.conv_template);
-    if (!conv) return fail(conv.error());
-    if (Status st = checkTemplateIds(*conv, m.config.vocab); !st) return fail(st.error());
-    m.conv.emplace(std::move(*conv));
-  }
-  m.defaults = defaultSampling(m.config, m.conv ? &*m.conv : nullptr);
-  if (m.conv) m.stop_strings = m.conv->stopStrings();
   stages["parse"] = msSince(t0);
   if (Status s = ensureContext(h); !s) return fail(s.error());
   post({{"type", "progress"}, {"model", id}, {"stage", "upload"}, {"fraction", 0.3}});
   auto t_up = std::chrono::steady_clock::now();
-  auto model = uploadModel(*h.ctx, *folder);
+  // stream_weights: the matrices' bytes are not read here; the answer lists each write [buffer handle, offset,
+  // shard, offset in the shard, bytes] and the worker makes them from the shard Blobs (never a whole shard in
+  // memory), then calls ewgpu_web_weights_done. Until then the model takes no requests.
+  const bool stream = opts.value("stream_weights", false);
+  nlohmann::json writes = nlohmann::json::array();
+  UploadOptions uo;
+  if (stream)
+    uo.defer = [&writes](const gpu::Buffer& dst, uint64_t dst_off, const TensorInfo& t, uint64_t off, uint64_t n) {
+      writes.push_back({(double)reinterpret_cast<uintptr_t>(dst.handle()), (double)dst_off, t.shard,
+                        (double)(t.byte_offset + off), (double)n});
+    };
+  auto model = uploadModel(*h.ctx, *folder, uo);
   if (!model) return fail(model.error());
   stages["upload"] = msSince(t_up);
+  nlohmann::json shards = nlohmann::json::array();
+  for (const auto& sh : folder->cache().shards) shards.push_back(sh.data_path);
+  if (opts.value("upload_only", false)) {  // measurements (bench/web_load_memory.mjs): the weights, then nothing
+    const uint64_t bytes = (*model)->weight_bytes;
+    if (stream) h.staged[id] = std::move(*model);
+    else model->reset();
+    nlohmann::json r = {{"model", id}, {"upload_only", true}, {"weight_bytes", bytes}, {"load_ms", msSince(t0)},
+                        {"stages", stages}};
+    if (stream) r["writes"] = std::move(writes), r["shards"] = std::move(shards);
+    return ok(r);
+  }
   post({{"type", "progress"}, {"model", id}, {"stage", "pipelines"}, {"fraction", 0.6}});
   auto t_pipe = std::chrono::steady_clock::now();
   ForwardOptions fo;
@@ -234,9 +189,10 @@ __attribute__((used)) char* ewgpu_web_load(const char* dir_c, const char* id_c, 
   auto fwd = Forward::create(*h.ctx, **model, fo);
   if (!fwd) return fail(fwd.error());
   stages["pipelines"] = msSince(t_pipe);
-  m.context = (*fwd)->contextLength();
+  assets->context = (*fwd)->contextLength();
+  m.assets = assets;
   m.weight_bytes = (*model)->weight_bytes;
-  auto exec = std::make_unique<Executor>(*h.ctx, **fwd, m.tokenizer.get(), opts.value("decode_steps", 16u),
+  auto exec = std::make_unique<Executor>(*h.ctx, **fwd, &assets->tokenizer, opts.value("decode_steps", 16u),
                                          opts.value("submission_ms", 0.0));
   m.gpu = std::move(*model);
   m.forward = std::move(*fwd);
@@ -247,18 +203,33 @@ __attribute__((used)) char* ewgpu_web_load(const char* dir_c, const char* id_c, 
     run(fx);
     return fail(s.error());
   }
-  nlohmann::json info = {{"model", id}, {"context_window", m.context}, {"weight_bytes", m.weight_bytes},
-                         {"rows", rows}, {"load_ms", msSince(t0)}, {"stages", stages},
+  nlohmann::json info = {{"model", id}, {"context_window", assets->context},
+                         {"weight_bytes", m.weight_bytes}, {"rows", rows}, {"load_ms", msSince(t0)}, {"stages", stages},
                          {"pipelines", h.ctx->kernelsCompiled()}};
+  m.weights_pending = stream && !writes.empty();
+  if (stream) info["writes"] = std::move(writes), info["shards"] = std::move(shards);
   h.models.emplace(id, std::move(m));
   h.current = id;
   return ok(info);
+}
+
+// The streamed weights of `id` are written: it takes requests now (an upload_only model is released).
+__attribute__((used)) char* ewgpu_web_weights_done(const char* id_c) {
+  if (!g_host) return ok({{"ready", false}});
+  const std::string id = id_c;
+  if (g_host->staged.erase(id)) return ok({{"ready", false}, {"released", true}});
+  auto it = g_host->models.find(id);
+  if (it == g_host->models.end()) return fail(makeError(ErrorCode::kUnknownModel, "model " + id + " is not loaded", {{"model", id}}));
+  it->second.weights_pending = false;
+  if (Status s = g_host->ctx->takeError(); !s) return fail(s.error());
+  return ok({{"ready", true}});
 }
 
 __attribute__((used)) char* ewgpu_web_unload(const char* id_c) {
   if (!g_host) return ok({{"unloaded", false}});
   Host& h = *g_host;
   const std::string id = id_c;
+  h.staged.erase(id);
   Effects fx;
   auto backend = h.sched.removeModel(id, fx);
   run(fx);
@@ -268,28 +239,22 @@ __attribute__((used)) char* ewgpu_web_unload(const char* id_c) {
   return ok({{"unloaded", had}});
 }
 
-// Queues a chat.completions (chat=1) or completions (chat=0) request. Chunks and the result come as messages
-// {"type":"chunk","request":r,"chunk":...} and {"type":"done","request":r,"response":...}.
-__attribute__((used)) char* ewgpu_web_chat(const char* body_c, double request, int chat) {
-  if (!g_host) g_host = new Host();
-  Host& h = *g_host;
-  auto body = nlohmann::json::parse(body_c, nullptr, false);
-  if (body.is_discarded()) return fail(makeError(ErrorCode::kBadRequest, "the request is not JSON"));
-  auto parsed = chat ? openai::parseChatRequest(body) : openai::parseCompletionRequest(body);
-  if (!parsed) return fail(parsed.error());
-  const Model* m = nullptr;
-  auto spec = prepare(h, parsed->req, &m);
-  if (!spec) return fail(spec.error());
-  const std::string cid = std::string(chat ? "chatcmpl-" : "cmpl-") + std::to_string(h.next_completion++);
+}  // extern "C"
+
+namespace {
+
+// A prepared request's callbacks: chunks and the result as messages {"type":"chunk","request":r,"chunk":...} and
+// {"type":"done","request":r,"response":...}.
+JobCallbacks callbacksFor(const openai::ParsedRequest& p, std::shared_ptr<const ModelAssets> assets,
+                          const std::string& cid, double request) {
   const int64_t created =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  const Tokenizer* tok = m->tokenizer.get();
-  auto token_text = [tok](int32_t id) {
+  auto token_text = [assets](int32_t id) {
     const int32_t ids[1] = {id};
-    return tok->decode(ids);
+    return assets->tokenizer.decode(ids);
   };
-  auto builder = std::make_shared<openai::ResponseBuilder>(chat != 0, cid, created, m->id, token_text, parsed->req.logprobs);
-  const bool stream = parsed->stream, usage = parsed->include_usage;
+  auto builder = std::make_shared<openai::ResponseBuilder>(p.chat, cid, created, assets->id, token_text, p.req.logprobs);
+  const bool stream = p.stream, usage = p.include_usage;
   JobCallbacks cb;
   if (stream)
     cb.on_chunk = [builder, request](const Chunk& c) {
@@ -304,12 +269,83 @@ __attribute__((used)) char* ewgpu_web_chat(const char* body_c, double request, i
       post({{"type", "done"}, {"request", request}, {"error", r.error->toJson()}, {"response", e}});
       return;
     }
-    post({{"type", "done"}, {"request", request}, {"response", builder->response(r)}});
+    nlohmann::json resp = builder->response(r);
+    resp["index"] = r.index;
+    post({{"type", "done"}, {"request", request}, {"response", std::move(resp)}});
   };
+  return cb;
+}
+
+}  // namespace
+
+extern "C" {
+
+// Queues a chat.completions (chat=1) or completions (chat=0) request; see callbacksFor for its messages.
+__attribute__((used)) char* ewgpu_web_chat(const char* body_c, double request, int chat) {
+  if (!g_host) g_host = new Host();
+  Host& h = *g_host;
+  auto body = nlohmann::json::parse(body_c, nullptr, false);
+  if (body.is_discarded()) return fail(makeError(ErrorCode::kBadRequest, "the request is not JSON"));
+  auto parsed = chat ? openai::parseChatRequest(body) : openai::parseCompletionRequest(body);
+  if (!parsed) return fail(parsed.error());
+  const Model* m = nullptr;
+  auto spec = prepare(h, parsed->req, &m);
+  if (!spec) return fail(spec.error());
+  const std::string cid = std::string(chat ? "chatcmpl-" : "cmpl-") + std::to_string(h.next_completion++);
+  JobCallbacks cb = callbacksFor(*parsed, m->assets, cid, request);
   Effects fx;
   const uint64_t job = h.sched.submit(std::move(*spec), std::move(cb), fx);
   run(fx);
   return ok({{"job", job}, {"id", cid}});
+}
+
+// A batch, as natively (Engine::batch): every item prepared first (a bad one fails the whole batch with
+// detail.index, nothing submitted), then submitted as one task. Item i's result is the message
+// {"type":"done","request": first_request + i, ...}. An item with `prompt` is a completion, otherwise a chat.
+__attribute__((used)) char* ewgpu_web_batch(const char* body_c, double first_request) {
+  if (!g_host) g_host = new Host();
+  Host& h = *g_host;
+  auto body = nlohmann::json::parse(body_c, nullptr, false);
+  if (body.is_discarded() || !body.is_object() || !body.contains("requests") || !body["requests"].is_array() ||
+      body["requests"].empty())
+    return fail(makeError(ErrorCode::kBadRequest, "requests: a batch needs a non-empty list", {{"field", "requests"}}));
+  const auto& items = body["requests"];
+  if (items.size() > 4096) return fail(makeError(ErrorCode::kBadRequest, "requests: at most 4096 per batch", {{"field", "requests"}}));
+  std::string task = body.value("task", std::string());
+  if (task.empty()) task = "batch:" + std::to_string(h.next_completion);
+  std::vector<std::pair<openai::ParsedRequest, JobSpec>> jobs;
+  std::vector<const Model*> models;
+  for (size_t i = 0; i < items.size(); ++i) {
+    auto fail_at = [&](Error e) {
+      e.detail["index"] = i;
+      if (e.detail.contains("field") && e.detail["field"].is_string())
+        e.detail["field"] = "requests[" + std::to_string(i) + "]." + e.detail["field"].get<std::string>();
+      return fail(e);
+    };
+    if (!items[i].is_object()) return fail_at(makeError(ErrorCode::kBadRequest, "a batch item must be an object"));
+    if (items[i].contains("stream")) return fail_at(makeError(ErrorCode::kBadRequest, "stream: not on batch items", {{"field", "stream"}}));
+    nlohmann::json item = items[i];
+    if (!item.contains("model") && body.contains("model")) item["model"] = body["model"];
+    const bool chat = !item.contains("prompt");
+    auto parsed = chat ? openai::parseChatRequest(item) : openai::parseCompletionRequest(item);
+    if (!parsed) return fail_at(parsed.error());
+    parsed->req.task = task;
+    const Model* m = nullptr;
+    auto spec = prepare(h, parsed->req, &m);
+    if (!spec) return fail_at(spec.error());
+    spec->index = i;
+    jobs.emplace_back(std::move(*parsed), std::move(*spec));
+    models.push_back(m);
+  }
+  nlohmann::json ids = nlohmann::json::array();
+  Effects fx;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const std::string cid = std::string(jobs[i].first.chat ? "chatcmpl-" : "cmpl-") + std::to_string(h.next_completion++);
+    JobCallbacks cb = callbacksFor(jobs[i].first, models[i]->assets, cid, first_request + (double)i);
+    ids.push_back(h.sched.submit(std::move(jobs[i].second), std::move(cb), fx));
+  }
+  run(fx);
+  return ok({{"task", task}, {"jobs", ids}});
 }
 
 __attribute__((used)) char* ewgpu_web_cancel(double job) {
@@ -336,11 +372,101 @@ __attribute__((used)) int ewgpu_web_step() {
   return h.sched.hasWork() ? 2 : 0;
 }
 
+// {decode_steps?, rows?, task_share?} (or the seed's decodeSteps / taskShare): live, as natively; BAD_REQUEST
+// naming the field out of range.
+__attribute__((used)) char* ewgpu_web_configure(const char* json_c) {
+  if (!g_host) g_host = new Host();
+  auto j = nlohmann::json::parse(json_c ? json_c : "{}", nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return fail(makeError(ErrorCode::kBadRequest, "configure: not a JSON object"));
+  EngineConfig c;
+  for (const auto& [k, v] : j.items()) {
+    if (k == "decode_steps" || k == "decodeSteps") {
+      if (!v.is_number_unsigned()) return fail(makeError(ErrorCode::kBadRequest, "decodeSteps must be 1..256", {{"field", "decodeSteps"}}));
+      c.decode_steps = v.get<uint32_t>();
+    } else if (k == "rows") {
+      if (!v.is_number_unsigned()) return fail(makeError(ErrorCode::kBadRequest, "rows must be at least 1", {{"field", "rows"}}));
+      c.rows = v.get<uint32_t>();
+    } else if (k == "task_share" || k == "taskShare") {
+      if (!v.is_number()) return fail(makeError(ErrorCode::kBadRequest, "taskShare must be in (0, 1]", {{"field", "taskShare"}}));
+      c.task_share = v.get<double>();
+    } else {
+      return fail(makeError(ErrorCode::kBadRequest, "configure: unknown field " + k, {{"field", k}}));
+    }
+  }
+  if (Status s = g_host->sched.configure(c); !s) return fail(s.error());
+  const SchedulerConfig& cfg = g_host->sched.config();
+  return ok({{"decode_steps", cfg.decode_steps}, {"rows", cfg.rows}, {"task_share", cfg.task_share}});
+}
+
+// WebLLM's prebuilt catalogue (the same embedded list as natively): [{model_id, model_url, vram_required_MB, ...}].
+__attribute__((used)) char* ewgpu_web_catalog() {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& e : prebuiltCatalog()) out.push_back(e.toJson());
+  return ok(out);
+}
+
+// canRun before anything is downloaded (store/device_fit.h): facts from the catalogue entry of `id` when there is
+// one, then from a folder (`dir`, mounted by the worker; "" for none). UNKNOWN_MODEL when neither knows it.
+__attribute__((used)) char* ewgpu_web_can_run(const char* id_c, const char* dir_c) {
+  if (!g_host || !g_host->ctx) return fail(makeError(ErrorCode::kNoWebGPU, "the engine is not initialised"));
+  const std::string id = id_c ? id_c : "", dir = dir_c ? dir_c : "";
+  ModelFacts f;
+  f.id = id;
+  const CatalogEntry* e = findPrebuilt(id);
+  if (e) f = factsFromCatalog(*e);
+  if (!dir.empty()) addFactsFromFolder(dir, f);
+  if (!e && dir.empty())
+    return fail(makeError(ErrorCode::kUnknownModel, "model " + id + " is neither registered nor in the catalogue",
+                          {{"model", id}, {"field", "model"}}));
+  return ok(checkFit(f, g_host->ctx->info()).toJson());
+}
+
+// recommendModels({maxVramMB?, prefer?: "quality" | "speed", limit?}) for this device.
+__attribute__((used)) char* ewgpu_web_recommend(const char* json_c) {
+  if (!g_host || !g_host->ctx) return fail(makeError(ErrorCode::kNoWebGPU, "the engine is not initialised"));
+  auto j = nlohmann::json::parse(json_c ? json_c : "{}", nullptr, false);
+  if (j.is_discarded() || !j.is_object()) j = nlohmann::json::object();
+  RecommendOptions o;
+  for (const char* k : {"maxVramMB", "max_vram_mb"})
+    if (j.contains(k)) {
+      if (!j[k].is_number()) return fail(makeError(ErrorCode::kBadRequest, "maxVramMB must be a number", {{"field", "maxVramMB"}}));
+      o.max_vram_mb = j[k].get<double>();
+    }
+  if (j.contains("prefer")) {
+    if (!j["prefer"].is_string()) return fail(makeError(ErrorCode::kBadRequest, "prefer must be quality or speed", {{"field", "prefer"}}));
+    o.prefer = j["prefer"].get<std::string>();
+  }
+  if (j.contains("limit")) {
+    if (!j["limit"].is_number_unsigned()) return fail(makeError(ErrorCode::kBadRequest, "limit must be a count", {{"field", "limit"}}));
+    o.limit = j["limit"].get<size_t>();
+  }
+  auto r = recommendModels(g_host->ctx->info(), o);
+  if (!r) return fail(r.error());
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& rec : *r) out.push_back(rec.toJson());
+  return ok(out);
+}
+
+// Streaming MD5 of fetched shards (the worker feeds bounded slices): new -> update* -> final (frees the state,
+// returns the hex digest to free with ewgpu_web_free).
+__attribute__((used)) void* ewgpu_web_md5_new() { return new Md5(); }
+__attribute__((used)) void ewgpu_web_md5_update(void* h, const uint8_t* p, int n) {
+  if (h && p && n > 0) static_cast<Md5*>(h)->update(p, (size_t)n);
+}
+__attribute__((used)) char* ewgpu_web_md5_final(void* h) {
+  auto* m = static_cast<Md5*>(h);
+  const std::string hex = m ? m->hexDigest() : std::string();
+  delete m;
+  char* out = static_cast<char*>(std::malloc(hex.size() + 1));
+  std::memcpy(out, hex.c_str(), hex.size() + 1);
+  return out;
+}
+
 __attribute__((used)) char* ewgpu_web_state() {
   if (!g_host) return ok({{"models", nlohmann::json::array()}});
   nlohmann::json models = nlohmann::json::array();
   for (const auto& [id, m] : g_host->models)
-    models.push_back({{"model", id}, {"context_window", m.context}, {"weight_bytes", m.weight_bytes},
+    models.push_back({{"model", id}, {"context_window", m.assets->context}, {"weight_bytes", m.weight_bytes},
                       {"decode_tok_s", g_host->sched.measuredDecodeTokS(id)}});
   nlohmann::json j = {{"models", models}, {"current", g_host->current}};
   if (g_host->ctx) {

@@ -144,6 +144,11 @@ test('--web serves a static folder beside the API', async () => {
     assert.equal(r.status, 200);
     assert.match(r.text, /<title>ewgpu<\/title>/);
     assert.equal((await get(`${srv.url}/v1/models`)).status, 200);
+    // A page's module scripts come with its Origin: static files are served to any origin; the API still is not.
+    const mod = await get(`${srv.url}/index.html`, { origin: 'http://127.0.0.1:1' });
+    assert.equal(mod.status, 200);
+    assert.equal(mod.headers.get('access-control-allow-origin'), null);
+    assert.equal((await get(`${srv.url}/v1/models`, { origin: 'http://127.0.0.1:1' })).status, 403);
   } finally {
     await srv.stop();
     fs.rmSync(dir, { recursive: true, force: true });

@@ -8,10 +8,14 @@
 //   5. an invalid folder (a missing shard) rejected with INVALID_MODEL_FOLDER and not registered;
 //   6. no pipeline bound more than 8 storage buffers (Firefox's cap);
 //   7. Cache Storage holds the folder under WebLLM's scopes/keys; 8. after a reload it is listed as cached and runs;
+//   9. structured output: a json_schema completion parses and validates against its schema;
+//  11. `ewgpu serve --web build/web` serves the bundle: a second page from it starts the engine;
+//  10. model sources: the fixture's base URL (this loopback server) as a WebLLM appConfig.model_list entry and as a
+//      plain URL, fetched into Cache Storage with progress, under WebLLM's keys, the second load fetching nothing;
 // and writes screenshots of the demo page (after load, after a streamed answer) to --out.
 // Exit status 0 = pass, 1 = fail, 77 = skipped (chromium or the web bundle missing; CTest's SKIP_RETURN_CODE).
 //   node tests/web/browser_test.mjs --web build/web --ewgpu build/ewgpu --fixture tests/fixtures/qwen3_tiny/q4f16_1
-import {spawnSync} from 'node:child_process';
+import {spawn, spawnSync} from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import {createRequire} from 'node:module';
@@ -57,7 +61,7 @@ const nativeText = nativeJson.text;
 check(typeof nativeText === 'string' && nativeText.length > 0, 'native text', nativeText);
 
 const fixtureFiles = fs.readdirSync(fixture).filter((n) => n !== 'reference.json');
-const {server, base} = await serve(webDir, fixture);
+const {server, base, hits} = await serve(webDir, fixture);
 fs.mkdirSync(outDir, {recursive: true});
 // A kept profile (--profile) keeps Chromium's shader cache between runs; what the checks put in Cache Storage is
 // deleted again at the end (check 8), and a registration overwrites a leftover of an interrupted run.
@@ -94,6 +98,26 @@ try {
   check(webText === nativeText, 'greedy text equals the native engine\'s', {browser: webText, native: nativeText});
   check(r.resp.usage.completion_tokens === TOKENS && r.resp.choices[0].finish_reason === 'length',
     'usage and finish_reason', {usage: r.resp.usage, finish: r.resp.choices[0].finish_reason});
+
+  // 9. structured output through the shared prepare (api/prepare.h) and the grammar module compiled into wasm.
+  const SCHEMA = {type: 'object', properties: {answer: {type: 'string', enum: ['yes', 'no']}, ok: {type: 'boolean'}},
+    required: ['answer', 'ok'], additionalProperties: false};
+  const so = await page.evaluate(async ({prompt, schema}) => {
+    const t = performance.now();
+    const resp = await window.demo.engine.completions.create({prompt, max_tokens: 64, temperature: 0,
+      response_format: {type: 'json_schema', json_schema: {name: 'answer', schema}}});
+    let bad = null;
+    try {
+      await window.demo.engine.completions.create({prompt, max_tokens: 4, response_format: {type: 'json_schema'}});
+    } catch (e) { bad = {name: e.name, code: e.code, field: e.detail && e.detail.field}; }
+    return {text: resp.choices[0].text, finish: resp.choices[0].finish_reason, ms: performance.now() - t, bad};
+  }, {prompt: PROMPT, schema: SCHEMA});
+  let doc = null;
+  try { doc = JSON.parse(so.text); } catch (e) { /* checked below */ }
+  const valid = doc && typeof doc === 'object' && !Array.isArray(doc) && Object.keys(doc).sort().join() === 'answer,ok' &&
+    ['yes', 'no'].includes(doc.answer) && typeof doc.ok === 'boolean';
+  check(!!valid && so.finish === 'stop', 'a json_schema completion parses and validates against its schema', so);
+  check(so.bad && so.bad.name === 'EngineError' && so.bad.code === 'BAD_REQUEST', 'a json_schema without its schema is BAD_REQUEST', so.bad);
 
   // 3. streaming.
   const s = await page.evaluate(async ({prompt, n}) => {
@@ -134,6 +158,42 @@ try {
   check(sup.a === 'superseded' && sup.aTokens < 200 && sup.b === 'completed' && sup.bTokens === 4,
     'a job of the same session supersedes the running one', sup);
 
+  // 4c. the rest of the seed's calls: batch (one task; a bad item rejects it whole), configure, listAvailableModels,
+  // canRun, recommendModels.
+  const more = await page.evaluate(async ({prompt, greedyText}) => {
+    const e = window.demo.engine;
+    const seen = [];
+    const b = await e.batch([{prompt, max_tokens: 12, temperature: 0}, {messages: [{role: 'user', content: 'Hi'}], max_tokens: 3}],
+      (r) => seen.push(r.index));
+    let badBatch = null;
+    try { await e.batch([{prompt, max_tokens: 2}, {prompt, max_tokens: 0}]); } catch (err) { badBatch = {code: err.code, detail: err.detail}; }
+    const cfg = await e.configure({decodeSteps: 8});
+    let badCfg = null;
+    try { await e.configure({decodeSteps: 0}); } catch (err) { badCfg = err.code; }
+    await e.configure({decodeSteps: 16});
+    const avail = await e.listAvailableModels();
+    const fit = await e.canRun('qwen3-tiny');
+    const fitPrebuilt = await e.canRun('Llama-3.2-1B-Instruct-q4f16_1-MLC');
+    let fitUnknown = null;
+    try { await e.canRun('no-such-model'); } catch (err) { fitUnknown = err.code; }
+    const rec = await e.recommendModels({limit: 3});
+    return {task: b.task, texts: b.results.map((r) => r.choices && (r.choices[0].text ?? r.choices[0].message.content)),
+      first: b.results[0].choices[0].text === greedyText, indices: b.results.map((r) => r.index), seen: seen.sort(),
+      badBatch, cfg, badCfg, avail: {n: avail.length, tiny: avail.find((m) => m.modelId === 'qwen3-tiny'),
+        prebuilt: avail.filter((m) => m.source === 'prebuilt').length},
+      fit, fitPrebuilt: {ok: fitPrebuilt.ok, blockers: fitPrebuilt.blockers.length}, fitUnknown,
+      rec: rec.map((r) => r.model_id)};
+  }, {prompt: PROMPT, greedyText: nativeText});
+  check(more.first && more.indices.join() === '0,1' && more.seen.join() === '0,1' && /^batch:/.test(more.task),
+    'batch: two items as one task, results in order, onItem per item', {task: more.task, texts: more.texts, seen: more.seen});
+  check(more.badBatch && more.badBatch.code === 'BAD_REQUEST' && more.badBatch.detail.index === 1,
+    'a batch with a bad item is rejected whole (detail.index)', more.badBatch);
+  check(more.cfg.decode_steps === 8 && more.badCfg === 'BAD_REQUEST', 'configure retunes decode steps; 0 is BAD_REQUEST', {cfg: more.cfg, bad: more.badCfg});
+  check(more.avail.tiny && more.avail.tiny.source === 'local' && more.avail.prebuilt > 100,
+    'listAvailableModels: the registered folder and WebLLM\'s prebuilt catalogue', more.avail);
+  check(more.fit && more.fit.ok === true && typeof more.fitPrebuilt.ok === 'boolean' && more.fitUnknown === 'UNKNOWN_MODEL' &&
+    more.rec.length > 0 && more.rec.length <= 3, 'canRun (registered, prebuilt, unknown) and recommendModels', more);
+
   // 5. an invalid folder: the shard missing.
   const bad = await page.evaluate(async ({names}) => {
     const files = [];
@@ -170,6 +230,54 @@ try {
     ![...keys['webllm/model'], ...keys['webllm/config']].some((u) => u.includes('/broken/')),
   'Cache Storage holds the folder under WebLLM\'s scopes and keys, and nothing of the rejected one', keys);
 
+  // 10. model sources: the fixture's base URL on this loopback server, as WebLLM's appConfig.model_list entry
+  // (model_lib ignored) and as a URL; fetched into Cache Storage under WebLLM's keys with progress.
+  const remoteBase = base + 'fixture/';
+  const shardPath = '/fixture/params_shard_0.bin';
+  const hitsBefore = hits.get(shardPath) || 0;  // check 1's demo helper fetched the files once already
+  const src = await page.evaluate(async ({remoteBase, prompt, n}) => {
+    const e = window.demo.engine;
+    const progress = [];
+    const off = e.subscribe((m) => { if (m.type === 'progress' && m.stage === 'fetch') progress.push(m.fraction); });
+    await e.setAppConfig({model_list: [{model: remoteBase, model_id: 'tiny-remote', model_lib: 'https://example.invalid/lib.wasm'}]});
+    const t = performance.now();
+    await e.load('tiny-remote', {rows: 1});
+    const loadMs = performance.now() - t;
+    const a = await e.completions.create({model: 'tiny-remote', prompt, max_tokens: n, temperature: 0});
+    const model = (await (await caches.open('webllm/model')).keys()).map((r) => r.url);
+    const config = (await (await caches.open('webllm/config')).keys()).map((r) => r.url);
+    await e.unload('tiny-remote');
+    let unknown = null;
+    try { await e.load('no-such-model'); } catch (err) { unknown = err.code; }
+    off();
+    return {loadMs, text: a.choices[0].text, model, config, progress, unknown,
+      listed: (await e.listModels()).find((m) => m.modelId === 'tiny-remote')};
+  }, {remoteBase, prompt: PROMPT, n: TOKENS});
+  const shardHits = (hits.get(shardPath) || 0) - hitsBefore;
+  check(src.text === nativeText && src.listed && src.listed.cache === 'cached' && src.listed.model === remoteBase,
+    'an appConfig.model_list id (base URL on loopback) loads through Cache Storage and gives the native text',
+    {text: src.text, listed: src.listed, load_ms: src.loadMs});
+  check(src.model.includes(remoteBase + 'params_shard_0.bin') && src.model.includes(remoteBase + 'tensor-cache.json') &&
+    src.config.includes(remoteBase + 'mlc-chat-config.json') && src.config.includes(remoteBase + 'tokenizer.json'),
+  'the fetched files are in Cache Storage under WebLLM\'s scopes and keys', {model: src.model, config: src.config});
+  check(src.progress.length > 1 && src.progress[src.progress.length - 1] > 0.9 && src.unknown === 'UNKNOWN_MODEL',
+    'fetch progress reported; an unknown id is UNKNOWN_MODEL', {progress: src.progress, unknown: src.unknown});
+  const byUrl = await page.evaluate(async ({remoteBase, prompt, n}) => {
+    const e = window.demo.engine;
+    await e.load(remoteBase, {rows: 1});
+    const a = await e.completions.create({model: remoteBase, prompt, max_tokens: n, temperature: 0});
+    await e.unload(remoteBase);
+    await e.deleteModel(remoteBase);
+    await e.deleteModel('tiny-remote');
+    const left = (await (await caches.open('webllm/model')).keys()).map((r) => r.url).filter((u) => u.startsWith(remoteBase));
+    return {text: a.choices[0].text, left};
+  }, {remoteBase, prompt: PROMPT, n: TOKENS});
+  const shardHitsAll = (hits.get(shardPath) || 0) - hitsBefore;
+  check(byUrl.text === nativeText && shardHits === 1 && shardHitsAll === 1,
+    'a base URL loads too, the cached shard reused (fetched once in all)', {text: byUrl.text, shard_fetches: shardHitsAll});
+  check(byUrl.left.length === 0, 'deleteModel removes the fetched files from Cache Storage', byUrl.left);
+  await page.evaluate(() => window.demo.engine.use('qwen3-tiny'));
+
   // The demo page after a streamed answer (its own Send button).
   await page.fill('#max', String(TOKENS));
   await page.click('#send');
@@ -201,6 +309,33 @@ try {
   });
   check(gone.d.deleted && !gone.listed.includes('qwen3-tiny') && !gone.model.some((u) => u.includes('/qwen3-tiny/')),
     'deleteModel removes it from the list and from Cache Storage', gone);
+  // 11. the bundle served by `ewgpu serve --web` (cpp-httplib's static mount: the wasm's MIME type, the worker).
+  const srv = spawn(ewgpu, ['serve', '--web', webDir, '--port', '0', '--host', '127.0.0.1'], {stdio: ['ignore', 'pipe', 'pipe']});
+  try {
+    const url = await new Promise((resolve, reject) => {
+      let out = '';
+      const t = setTimeout(() => reject(new Error('ewgpu serve did not start: ' + out)), 30000);
+      const on = (d) => {
+        out += d;
+        const m = out.match(/listening on (http:\/\/[^\s]+)/);
+        if (m) { clearTimeout(t); resolve(m[1].replace(/\/$/, '')); }
+      };
+      srv.stdout.on('data', on);
+      srv.stderr.on('data', on);
+      srv.on('exit', (code) => reject(new Error(`ewgpu serve exited ${code}: ${out}`)));
+    });
+    const wasm = await fetch(url + '/everything-webgpu-core.wasm');
+    const p2 = await browser.newPage();
+    await p2.goto(url + '/index.html');
+    await p2.waitForFunction(() => document.body.dataset.ready, null, {timeout: 60000});
+    const ready2 = await p2.evaluate(() => document.body.dataset.ready);
+    await p2.close();
+    check(ready2 === '1' && wasm.ok && /application\/wasm/.test(wasm.headers.get('content-type') || ''),
+      '`ewgpu serve --web build/web` serves the bundle and the demo page starts the engine from it',
+      {url, wasm_type: wasm.headers.get('content-type')});
+  } finally {
+    srv.kill();
+  }
   console.log(`screenshots in ${outDir}`);
 } catch (e) {
   console.log(`FAIL exception: ${e && e.stack || e}`);

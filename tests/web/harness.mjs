@@ -11,10 +11,13 @@ export const CHROMIUM_FLAGS = ['--no-sandbox', '--disable-quic', '--no-first-run
 const TYPES = {'.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html',
   '.json': 'application/json', '.ts': 'text/plain'};
 
-// Serves webDir at / and the folder's files at /fixture/<name>. Resolves to {server, base}.
+// Serves webDir at / and the folder's files at /fixture/<name> (the "remote" base URL of the model-source checks:
+// loopback only). Resolves to {server, base, hits}: hits counts the requests per path.
 export async function serve(webDir, folder) {
+  const hits = new Map();
   const server = http.createServer((req, res) => {
     const url = new URL(req.url, 'http://x');
+    hits.set(url.pathname, (hits.get(url.pathname) || 0) + 1);
     let file;
     if (url.pathname.startsWith('/fixture/')) file = path.join(folder, path.basename(url.pathname));
     else file = path.join(webDir, path.normalize(url.pathname === '/' ? '/index.html' : url.pathname));
@@ -26,7 +29,7 @@ export async function serve(webDir, folder) {
     });
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  return {server, base: `http://127.0.0.1:${server.address().port}/`};
+  return {server, hits, base: `http://127.0.0.1:${server.address().port}/`};
 }
 
 // A browser context; with a profile folder, a persistent one (Chromium's compiled-shader cache then survives

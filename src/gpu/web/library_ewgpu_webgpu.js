@@ -70,6 +70,8 @@ mergeInto(LibraryManager.library, {
   ewgpuJsReady: function() {
     if (!EWGPU.device()) return 0;
     EWGPU.hook();
+    // The worker writes streamed weights straight into the GPUBuffers the engine created (docs/web.md).
+    Module['ewgpuObject'] = function(id) { return EWGPU.get(id); };
     return 1;
   },
 
