@@ -8,6 +8,8 @@
 #include "gpu/pipeline_cache.h"
 
 #include <chrono>
+#include <cstdio>
+#include <ctime>
 
 #include <cstdlib>
 #include <algorithm>
@@ -527,6 +529,7 @@ Result<Buffer> Context::createBuffer(uint64_t size, BufferKind kind, std::string
     case BufferKind::kStorage: d.usage = WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst; break;
     case BufferKind::kReadback: d.usage = WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst; break;
     case BufferKind::kQuery: d.usage = WGPUBufferUsage_QueryResolve | WGPUBufferUsage_CopySrc; break;
+    case BufferKind::kUniform: d.usage = WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst; break;
   }
   Buffer b;
   Status s = scoped([&] { b.h_ = wgpuDeviceCreateBuffer(device_, &d); });
@@ -558,6 +561,14 @@ struct Context::PendingPipeline {
   std::string message;
 };
 
+namespace {
+double processCpuMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+}  // namespace
+
 Result<const Kernel*> Context::kernel(std::string_view name, const Constants& constants) {
   std::string desc;  // "N=3072 K=2048 ...": the cache key's tail and the kernel's description
   for (const auto& [k, v] : constants) desc += (desc.empty() ? "" : " ") + k + "=" + std::to_string(v);
@@ -574,8 +585,20 @@ Result<const Kernel*> Context::kernel(std::string_view name, const Constants& co
     return makeError(ErrorCode::kInternal, "no embedded kernel '" + std::string(name) + "'", {{"kernel", name}});
   std::vector<std::string> defines;
   if (info_.subgroups) defines.push_back("SUBGROUPS");
-  auto k = build(name, preprocessWgsl(src, defines), constants, defer_pipelines_ ? key : std::string());
+  // EWGPU_COMPILE_LOG=1: every pipeline built synchronously and its wall and process CPU time printed to stderr
+  // (the per-pipeline start-up table of docs/default-model.md).
+  static const bool log = [] {
+    const char* e = std::getenv("EWGPU_COMPILE_LOG");
+    return e && std::string(e) == "1";
+  }();
+  const double cpu0 = log ? processCpuMs() : 0;
+  const auto wall0 = std::chrono::steady_clock::now();
+  auto k = build(name, preprocessWgsl(src, defines), constants, defer_pipelines_ && !log ? key : std::string());
   if (!k) return std::move(k).error();
+  if (log)
+    std::fprintf(stderr, "compile %-18s wall %8.1f ms  cpu %8.1f ms  %s\n", std::string(name).c_str(),
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall0).count(),
+                 processCpuMs() - cpu0, desc.c_str());
   (*k)->constants = desc;
   const Kernel* p = k->get();
   kernels_[key] = std::move(*k);

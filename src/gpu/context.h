@@ -66,6 +66,7 @@ enum class BufferKind {
   kStorage,   // storage + copy src/dst: weights, activations, state
   kReadback,  // map-read + copy dst: staging for readback
   kQuery,     // query resolve + copy src: timestamps
+  kUniform,   // uniform + copy dst: small per-op parameters (kernels/linear_cpu.h)
 };
 
 // A compiled compute pipeline and its bind group layout (group 0, explicit: built from the @binding

@@ -48,6 +48,9 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
     return makeError(ErrorCode::kInternal, "gemv batch must be 1.." + std::to_string(kMaxGemvBatch),
                      {{"batch", cfg.batch}});
   if (cfg.batch > 1 && w.format != WeightFormat::kQ3F16) return createBatched(ctx, w, x, y, cfg);
+  if (cfg.batch == 1 && cfg.act != Activations::kInt8 && cfg.act != Activations::kInt16 &&
+      linearCpuServes(ctx.info(), w, cfg.epi))
+    return createCpu(ctx, w, x, y, cfg);
   if (cfg.batch > 8)
     return makeError(ErrorCode::kBadRequest, "q3f16_1 decodes at most 8 rows at once", {{"batch", cfg.batch}});
   if (cfg.epi == Epilogue::kSwiGlu && w.w_chunks.size() != 1)
@@ -244,6 +247,28 @@ Result<GemvOp> GemvOp::createBatched(gpu::Context& ctx, const LinearWeights& w, 
       return makeError(ErrorCode::kInternal, "gemv_batch: too many row groups", {{"groups", p.gy}});
     op.parts_.push_back(std::move(p));
     row0 += n;
+  }
+  return op;
+}
+
+Result<GemvOp> GemvOp::createCpu(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x,
+                                 const gpu::Buffer& y, const GemvConfig& cfg) {
+  LinearCpuArgs a;
+  a.epi = cfg.epi;
+  a.norm = cfg.norm;
+  a.eps = cfg.eps;
+  a.x_stride = cfg.x_stride;
+  a.y_stride = cfg.y_stride;
+  std::vector<LinearCpuPart> parts;
+  EWGPU_ASSIGN(parts, createLinearCpu(ctx, w, x, y, a));
+  GemvOp op;
+  for (auto& lp : parts) {
+    Part p;
+    p.kernel = lp.kernel;
+    p.bg = std::move(lp.bg);
+    p.gx = lp.gx;
+    op.parts_.push_back(std::move(p));
+    op.params_.push_back(std::move(lp.params));
   }
   return op;
 }

@@ -6,6 +6,7 @@
 #include "gpu/context.h"
 #include "gpu/recorder.h"
 #include "kernels/linear.h"
+#include "kernels/linear_cpu.h"
 
 #include <optional>
 #include <string_view>
@@ -63,7 +64,11 @@ class GemvOp {
   };
   static Result<GemvOp> createBatched(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x,
                                       const gpu::Buffer& y, const GemvConfig& cfg);
+  // CPU adapters, one row: linear_cpu.wgsl (kernels/linear_cpu.h), one pipeline for every layer.
+  static Result<GemvOp> createCpu(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x,
+                                  const gpu::Buffer& y, const GemvConfig& cfg);
   std::vector<Part> parts_;
+  std::vector<gpu::Buffer> params_;  // createCpu: the layer's uniforms
   uint32_t batch_ = 1, batch_tile_ = 0;  // batched: gx = ceil(rows / batch_tile_)
   // Batched with int8 x̂: the quantize dispatch before the parts, and the quantized rows it writes.
   Part quant_;

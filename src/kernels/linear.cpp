@@ -1,5 +1,6 @@
 // GemmOp / RmsNormOp: shape checks, pipeline specialisation and bind groups built once (see linear.h).
 #include "kernels/linear.h"
+#include "kernels/linear_cpu.h"
 
 #include <algorithm>
 #include <string>
@@ -92,6 +93,32 @@ Result<GemmOp> GemmOp::create(gpu::Context& ctx, const LinearWeights& wt, const 
   uint32_t cols_per_tile = swiglu ? tiling.tile_n / 2 : tiling.tile_n;
   if (ceilDiv(std::max(max_tokens, 1u), tiling.tile_t) > lim.maxComputeWorkgroupsPerDimension)
     return badRequest("max_tokens too large for one dispatch", {{"max_tokens", max_tokens}});
+
+  const bool default_tiling = tiling.tile_t == 64 && tiling.tile_n == 64 && tiling.stages == 0;
+  if (default_tiling && linearCpuServes(ctx.info(), wt, epi)) {
+    LinearCpuArgs a;
+    a.epi = epi;
+    a.tokens = 0;
+    a.meta = &meta;
+    std::vector<LinearCpuPart> parts;
+    EWGPU_ASSIGN(parts, createLinearCpu(ctx, wt, x, y, a));
+    if (ceilDiv(std::max(max_tokens, 1u), kLinearCpuTokens) > lim.maxComputeWorkgroupsPerDimension)
+      return badRequest("max_tokens too large for one dispatch", {{"max_tokens", max_tokens}});
+    GemmOp op;
+    op.tile_t_ = kLinearCpuTokens;
+    op.max_tokens_ = max_tokens;
+    op.n_ = wt.N;
+    op.k_ = wt.K;
+    for (auto& lp : parts) {
+      Part part;
+      part.kernel = lp.kernel;
+      part.bind_group = std::move(lp.bg);
+      part.groups_x = lp.gx;
+      part.params = std::move(lp.params);
+      op.parts_.push_back(std::move(part));
+    }
+    return op;
+  }
 
   GemmOp op;
   op.tile_t_ = tiling.tile_t;

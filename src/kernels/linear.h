@@ -50,6 +50,8 @@ class GemmOp {
   // x: f32 [max_tokens, K]; y: f32 [max_tokens, N] (kSwiGlu: [max_tokens, N / 2]); meta: meta[0] = T (u32).
   // BAD_REQUEST on inconsistent shapes or sizes (detail says which), GPU_ERROR when a pipeline fails.
   // kSwiGlu needs a single chunk. K must be a multiple of 32 (q4, q0) or of 4 (q3, rows padded to 40).
+  // On a CPU adapter with the default tiling, q4 weights go through linear_cpu.wgsl instead (kernels/linear_cpu.h:
+  // one pipeline for every layer, far cheaper to compile on SwiftShader than a tiled GEMM per shape).
   static Result<GemmOp> create(gpu::Context& ctx, const LinearWeights& weights, const gpu::Buffer& x,
                                const gpu::Buffer& y, const gpu::Buffer& meta, Epilogue epi, uint32_t max_tokens,
                                GemmTiling tiling = {});
@@ -63,6 +65,7 @@ class GemmOp {
     const gpu::Kernel* kernel = nullptr;
     gpu::BindGroup bind_group;
     uint32_t groups_x = 0;  // column tiles
+    gpu::Buffer params;     // linear_cpu.wgsl's uniform (CPU adapters)
   };
   std::vector<Part> parts_;
   uint32_t tile_t_ = 64, max_tokens_ = 0, n_ = 0, k_ = 0;

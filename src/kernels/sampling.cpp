@@ -191,7 +191,7 @@ SampleOut decodeOut(const uint32_t* row44) {
 
 uint32_t sampleWorkgroupSize(const DeviceInfo& d) {
   if (const char* e = std::getenv("EWGPU_SAMPLE_WG")) return (uint32_t)std::strtoul(e, nullptr, 10);  // A/B runs
-  if (d.cpuAdapter()) return 256;
+  if (d.cpuAdapter()) return 64;
   for (uint32_t wg : {1024u, 512u}) {
     // sample.wgsl's workgroup memory: 8 histogram copies of 256 bins, the combined histogram, 16 chunk sums, the
     // 72-word state, 16 bytes of reduction slots per thread and 16 per group of 16 threads.

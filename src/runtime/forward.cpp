@@ -331,8 +331,14 @@ Status Forward::createDecodeOps() {
                                                  gemvCfg({Epilogue::kStore, B, &model_.final_norm, c.rms_eps})));
   EWGPU_ASSIGN(plm_head_, kernels::GemvOp::create(ctx_, model_.logitsMatrix().view(), plast_, plogits_,
                                                   gemvCfg({Epilogue::kStore, 1, &model_.final_norm, c.rms_eps})));
+  // On CPU adapters the prefill sampler is the decode one (one pipeline fewer, ~3 s of SwiftShader compilation):
+  // the prefill row's out_index is always 0, so its out slot is 0 whatever KMAX, and the position it advances is
+  // never read (the executor rewrites the prefill row for every chunk; only active, generated, token and finish
+  // are copied to the decode row).
+  const bool one_sampler = ctx_.info().cpuAdapter();
   for (int pass = 0; pass < 2; ++pass) {
-    gpu::Constants sk{{"V", c.vocab}, {"KMAX", pass ? 1 : opts_.max_steps}, {"ADVANCE_POS", pass ? 0 : 1},
+    const bool prefill = pass && !one_sampler;
+    gpu::Constants sk{{"V", c.vocab}, {"KMAX", prefill ? 1 : opts_.max_steps}, {"ADVANCE_POS", prefill ? 0 : 1},
                       {"WG", sampleWorkgroupSize(ctx_.info())}, {"UNROLL", sampleUnroll()}};
     auto k = ctx_.kernel("sample", sk);
     if (!k) return std::move(k).error();

@@ -297,7 +297,7 @@ void runBatchCase(const BatchCase& c, uint32_t seed) {
     cfg.ksplit = c.ksplit;
     auto op = GemvOp::create(g, lw, bx, by, cfg);
     ASSERT_TRUE(op.ok()) << op.error().toString();
-    ASSERT_TRUE(op->batched());
+    ASSERT_EQ(op->batched(), c.batch > 1);
     uint32_t words[4] = {active, 0, 0, 0};
     g.write(bactive, 0, words, sizeof words);
     gpu::Recorder rec(g);
@@ -337,6 +337,18 @@ TEST(GemvBatch, EveryFormatEpilogueAndActiveCount) {
     for (uint32_t epi : {0u, 1u, 2u}) {
       SCOPED_TRACE("qfmt " + std::to_string(q) + " epi " + std::to_string(epi));
       runBatchCase({q, 2 * 37, 96, 3, epi, epi != 1, epi == 0, {3, 1, 2}}, seed++);
+    }
+}
+
+// One row through GemvOp: gemv.wgsl on GPUs, linear_cpu.wgsl (one pipeline for every layer) on CPU adapters for
+// q4 weights: every epilogue, the norm prologue, bias, strides.
+TEST(GemvOp, SingleRowEveryEpilogue) {
+  uint32_t seed = 600;
+  for (int q : {0, 1, 2})
+    for (uint32_t epi : {0u, 1u, 2u}) {
+      SCOPED_TRACE("qfmt " + std::to_string(q) + " epi " + std::to_string(epi));
+      runBatchCase({q, 2 * 37, 96, 1, epi, epi != 1, epi == 0, {1}}, seed++);
+      runBatchCase({q, 2 * 70, 544, 1, epi, true, epi != 2, {1}}, seed++);
     }
 }
 
