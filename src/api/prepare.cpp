@@ -35,6 +35,15 @@ Result<std::shared_ptr<ModelAssets>> loadModelAssets(const std::string& id, cons
   return a;
 }
 
+uint32_t systemPrefixTokens(const ModelAssets& a, const CompletionRequest& req, const std::vector<int32_t>& ids) {
+  if (!a.conv || req.messages.size() < 2 || req.messages[0].role != "system") return 0;
+  auto sys = a.conv->renderTokens(a.tokenizer, std::span<const ChatMessage>(req.messages.data(), 1));
+  if (!sys) return 0;  // a template that needs more than a system message: no snapshot point
+  size_t n = 0;
+  while (n < sys->size() && n < ids.size() && (*sys)[n] == ids[n]) ++n;
+  return n >= 16 ? (uint32_t)n : 0;
+}
+
 Result<JobSpec> prepareJob(const ModelAssets& a, const CompletionRequest& req, const PrepareOptions& o) {
   std::vector<int32_t> ids;
   const char* prompt_field = "messages";
@@ -110,6 +119,7 @@ Result<JobSpec> prepareJob(const ModelAssets& a, const CompletionRequest& req, c
 
   JobSpec j;
   j.model = a.id;
+  j.row.shared_prefix = systemPrefixTokens(a, req, ids);
   j.row.prompt = std::move(ids);
   j.row.sampling = std::move(s);
   j.row.stop_strings = a.stop_strings;

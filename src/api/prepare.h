@@ -44,4 +44,11 @@ struct PrepareOptions {
 // resolves which model (and reports NO_MODEL / UNKNOWN_MODEL) before calling this.
 Result<JobSpec> prepareJob(const ModelAssets& a, const CompletionRequest& req, const PrepareOptions& o);
 
+// Prefix reuse (docs/prefix-reuse.md): how many of the prompt's tokens `ids` a chat's leading system message
+// renders to (the common prefix of its own render and the whole prompt's), prepareJob's RowRequest::shared_prefix,
+// so a hybrid model snapshots its state there and later requests with the same system prompt resume from it
+// (attention-only models share those pages through the prefix index anyway). 0 when there is no system message
+// followed by others, no template, or the renders share less than a page (16 tokens).
+uint32_t systemPrefixTokens(const ModelAssets& a, const CompletionRequest& req, const std::vector<int32_t>& ids);
+
 }  // namespace ewgpu

@@ -1,7 +1,9 @@
 // The public Engine with a fake backend (EngineOptions::backend_factory): no GPU, real threads. Model folders
 // are parsed for real (the qwen3_5 tiny fixture's config, tokenizer and template).
+#include "api/prepare.h"
 #include "ewgpu/engine.h"
 #include "fake_backend.h"
+#include "model/model_folder.h"
 
 #include <gtest/gtest.h>
 
@@ -280,7 +282,7 @@ TEST(EngineApi, ConfigureIsLiveAndValidated) {
   EXPECT_EQ(f.decode_steps, 4u);
   EXPECT_EQ(f.rows, 2u);
   EXPECT_EQ(f.max_rows, 4u);
-  EXPECT_FALSE(f.kv_reuse);
+  EXPECT_TRUE(f.kv_reuse);  // the executor reuses prefixes (docs/prefix-reuse.md)
   auto bad = e->configure({.rows = 5u});
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().detail["field"], "rows");
@@ -480,6 +482,37 @@ TEST(EngineApi, NoUntypedExceptionEscapesTheApi) {
   }
   for (const auto& h : accepted) ASSERT_NE(h->response->waitFor(20000), nullptr);
   EXPECT_TRUE(codes.count("BAD_REQUEST"));
+}
+
+// A chat's system message marks where a hybrid model snapshots its state for prefix reuse: the request's
+// shared_prefix is the system message's own render, a prefix of the whole prompt; none without a system message
+// followed by other messages.
+TEST(EngineApi, AChatsSystemMessageIsItsSharedPrefix) {
+  auto folder = ModelFolder::open(fixture());
+  ASSERT_TRUE(folder.ok()) << folder.error().toString();
+  auto assets = loadModelAssets("tiny", fixture(), *folder);
+  ASSERT_TRUE(assets.ok()) << assets.error().toString();
+  ModelAssets& a = **assets;
+  a.context = 1024;  // the host sets it from the loaded forward
+  CompletionRequest r;
+  r.messages = {{"system", "You are a careful assistant who answers every question about the weather in verse."},
+                {"user", "Will it rain tomorrow?"}};
+  auto j = prepareJob(a, r, {});
+  ASSERT_TRUE(j.ok()) << j.error().toString();
+  auto sys = a.conv->renderTokens(a.tokenizer, std::span<const ChatMessage>(r.messages.data(), 1));
+  ASSERT_TRUE(sys.ok());
+  const uint32_t n = j->row.shared_prefix;
+  EXPECT_GE(n, 16u);
+  EXPECT_LE(n, sys->size());
+  EXPECT_LT(n, j->row.prompt.size());
+  EXPECT_TRUE(std::equal(sys->begin(), sys->begin() + n, j->row.prompt.begin()));
+  // The same system message with another user turn: the same shared prefix.
+  r.messages[1].content = "And the day after?";
+  EXPECT_EQ(prepareJob(a, r, {})->row.shared_prefix, n);
+  r.messages = {{"user", "Will it rain tomorrow?"}};
+  EXPECT_EQ(prepareJob(a, r, {})->row.shared_prefix, 0u);
+  r.messages = {{"system", "Hi."}};  // nothing after it to share it with
+  EXPECT_EQ(prepareJob(a, r, {})->row.shared_prefix, 0u);
 }
 
 }  // namespace
