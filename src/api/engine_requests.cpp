@@ -8,12 +8,6 @@
 namespace ewgpu {
 namespace {
 
-Error bad(const std::string& field, const std::string& message, nlohmann::json extra = nlohmann::json::object()) {
-  nlohmann::json d = {{"field", field}};
-  for (auto& [k, v] : extra.items()) d[k] = v;
-  return makeError(ErrorCode::kBadRequest, field + ": " + message, d);
-}
-
 uint64_t randomSeed() {
   static std::mutex mu;
   static std::mt19937_64 gen{std::random_device{}()};
@@ -95,8 +89,8 @@ Result<CompletionHandle> Engine::complete(CompletionRequest req, std::function<v
 
 Result<BatchHandle> Engine::batch(std::vector<CompletionRequest> reqs, std::function<void(const CompletionResult&)> on_item) {
   try {
-    if (reqs.empty()) return bad("requests", "a batch needs at least one request");
-    if (reqs.size() > 100000) return bad("requests", "at most 100000 requests per batch");
+    if (reqs.empty()) return badField("requests", "a batch needs at least one request");
+    if (reqs.size() > 100000) return badField("requests", "at most 100000 requests per batch");
     auto out = std::make_shared<BatchJob>();
     out->task = "batch:" + std::to_string(++impl_->batches);
     out->results = std::make_shared<Pending<std::vector<CompletionResult>>>();

@@ -8,12 +8,6 @@ namespace {
 
 using json = nlohmann::json;
 
-Error bad(const std::string& field, const std::string& message, json extra = json::object()) {
-  json d = {{"field", field}};
-  for (auto& [k, v] : extra.items()) d[k] = v;
-  return makeError(ErrorCode::kBadRequest, field + ": " + message, d);
-}
-
 Error unsupported(const std::string& field, const std::string& message) {
   return makeError(ErrorCode::kUnsupported, field + ": " + message, {{"field", field}});
 }
@@ -22,10 +16,10 @@ Error unsupported(const std::string& field, const std::string& message) {
 // range is BAD_REQUEST naming the field.
 Status readNumber(const json& b, const char* k, double lo, double hi, std::optional<float>& out) {
   if (!b.contains(k) || b[k].is_null()) return {};
-  if (!b[k].is_number()) return bad(k, "must be a number");
+  if (!b[k].is_number()) return badField(k, "must be a number");
   const double v = b[k].get<double>();
   if (!std::isfinite(v) || v < lo || v > hi)
-    return bad(k, "must be in [" + json(lo).dump() + ", " + json(hi).dump() + "]", {{"value", v}});
+    return badField(k, "must be in [" + json(lo).dump() + ", " + json(hi).dump() + "]", {{"value", v}});
   out = (float)v;
   return {};
 }
@@ -34,26 +28,26 @@ Status readCount(const json& b, const char* k, int64_t lo, int64_t hi, std::opti
   if (!b.contains(k) || b[k].is_null()) return {};
   const json& v = b[k];
   if (!v.is_number_integer() && !(v.is_number_float() && std::floor(v.get<double>()) == v.get<double>()))
-    return bad(k, "must be an integer");
+    return badField(k, "must be an integer");
   const double d = v.get<double>();
   if (d < (double)lo || d > (double)hi)
-    return bad(k, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", {{"value", v}});
+    return badField(k, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", {{"value", v}});
   out = (uint32_t)d;
   return {};
 }
 
 Status readBool(const json& b, const char* k, bool& out) {
   if (!b.contains(k) || b[k].is_null()) return {};
-  if (!b[k].is_boolean()) return bad(k, "must be true or false");
+  if (!b[k].is_boolean()) return badField(k, "must be true or false");
   out = b[k].get<bool>();
   return {};
 }
 
 Status readString(const json& b, const char* k, std::string& out, size_t max_len = 256) {
   if (!b.contains(k) || b[k].is_null()) return {};
-  if (!b[k].is_string()) return bad(k, "must be a string");
+  if (!b[k].is_string()) return badField(k, "must be a string");
   out = b[k].get<std::string>();
-  if (out.size() > max_len) return bad(k, "longer than " + std::to_string(max_len) + " bytes");
+  if (out.size() > max_len) return badField(k, "longer than " + std::to_string(max_len) + " bytes");
   return {};
 }
 
@@ -63,57 +57,57 @@ Status readResponseFormat(const json& b, CompletionRequest& r) {
   if (!b.contains("response_format") || b["response_format"].is_null()) return {};
   const json& rf = b["response_format"];
   if (!rf.is_object() || !rf.contains("type") || !rf["type"].is_string())
-    return bad("response_format", "must be an object with a type");
+    return badField("response_format", "must be an object with a type");
   const std::string type = rf["type"].get<std::string>();
   ResponseFormat out;
   if (type == "text") {
     for (const auto& [k, v] : rf.items())
-      if (k != "type") return bad("response_format." + k, "unknown field");
+      if (k != "type") return badField("response_format." + k, "unknown field");
     return {};
   }
   if (type == "grammar") return unsupported("response_format.type", "grammar (EBNF) is not supported; use json_schema");
   if (type == "json_object") {
     out.type = "json_object";
     for (const auto& [k, v] : rf.items())
-      if (k != "type" && k != "schema") return bad("response_format." + k, "unknown field");
+      if (k != "type" && k != "schema") return badField("response_format." + k, "unknown field");
     if (rf.contains("schema") && !rf["schema"].is_null()) {  // WebLLM: the schema as a JSON string
       out.type = "json_schema";
       if (rf["schema"].is_string()) {
         out.schema = json::parse(rf["schema"].get<std::string>(), nullptr, false);
-        if (out.schema.is_discarded()) return bad("response_format.schema", "is not valid JSON");
+        if (out.schema.is_discarded()) return badField("response_format.schema", "is not valid JSON");
       } else if (rf["schema"].is_object() || rf["schema"].is_boolean()) {
         out.schema = rf["schema"];
       } else {
-        return bad("response_format.schema", "must be a JSON Schema (an object, or one as a string)");
+        return badField("response_format.schema", "must be a JSON Schema (an object, or one as a string)");
       }
     }
   } else if (type == "json_schema") {
     out.type = "json_schema";
     for (const auto& [k, v] : rf.items())
-      if (k != "type" && k != "json_schema") return bad("response_format." + k, "unknown field");
+      if (k != "type" && k != "json_schema") return badField("response_format." + k, "unknown field");
     if (!rf.contains("json_schema") || !rf["json_schema"].is_object())
-      return bad("response_format.json_schema", "required: an object with name and schema");
+      return badField("response_format.json_schema", "required: an object with name and schema");
     const json& js = rf["json_schema"];
     for (const auto& [k, v] : js.items())
       if (k != "name" && k != "schema" && k != "strict" && k != "description")
-        return bad("response_format.json_schema." + k, "unknown field");
+        return badField("response_format.json_schema." + k, "unknown field");
     if (!js.contains("name") || !js["name"].is_string() || js["name"].get<std::string>().empty())
-      return bad("response_format.json_schema.name", "required: a non-empty string");
+      return badField("response_format.json_schema.name", "required: a non-empty string");
     out.name = js["name"].get<std::string>();
-    if (out.name.size() > 64) return bad("response_format.json_schema.name", "longer than 64 characters");
+    if (out.name.size() > 64) return badField("response_format.json_schema.name", "longer than 64 characters");
     if (js.contains("strict") && !js["strict"].is_null()) {
-      if (!js["strict"].is_boolean()) return bad("response_format.json_schema.strict", "must be true or false");
+      if (!js["strict"].is_boolean()) return badField("response_format.json_schema.strict", "must be true or false");
       out.strict = js["strict"].get<bool>();
     }
     if (js.contains("description") && !js["description"].is_null() && !js["description"].is_string())
-      return bad("response_format.json_schema.description", "must be a string");
+      return badField("response_format.json_schema.description", "must be a string");
     if (js.contains("schema") && !js["schema"].is_null()) {
       if (!js["schema"].is_object() && !js["schema"].is_boolean())
-        return bad("response_format.json_schema.schema", "must be a JSON Schema (an object or a boolean)");
+        return badField("response_format.json_schema.schema", "must be a JSON Schema (an object or a boolean)");
       out.schema = js["schema"];
     }
   } else {
-    return bad("response_format.type", "must be text, json_object or json_schema", {{"value", type}});
+    return badField("response_format.type", "must be text, json_object or json_schema", {{"value", type}});
   }
   r.response_format = std::move(out);
   return {};
@@ -139,7 +133,7 @@ Status readCommon(const json& b, ParsedRequest& p, std::set<std::string>& known)
   EWGPU_TRY(readNumber(b, "frequency_penalty", -2, 2, r.frequency_penalty));
   EWGPU_TRY(readNumber(b, "repetition_penalty", 1e-3, 100, r.repetition_penalty));
   if (b.contains("seed") && !b["seed"].is_null()) {
-    if (!b["seed"].is_number_integer()) return bad("seed", "must be an integer");
+    if (!b["seed"].is_number_integer()) return badField("seed", "must be an integer");
     r.seed = b["seed"].is_number_unsigned() ? b["seed"].get<uint64_t>() : (uint64_t)b["seed"].get<int64_t>();
   }
   if (b.contains("stop") && !b["stop"].is_null()) {
@@ -147,43 +141,43 @@ Status readCommon(const json& b, ParsedRequest& p, std::set<std::string>& known)
     if (s.is_string()) {
       r.stop.push_back(s.get<std::string>());
     } else if (s.is_array()) {
-      if (s.size() > 16) return bad("stop", "at most 16 stop strings", {{"count", s.size()}});
+      if (s.size() > 16) return badField("stop", "at most 16 stop strings", {{"count", s.size()}});
       for (const auto& x : s) {
-        if (!x.is_string()) return bad("stop", "must be a string or a list of strings");
+        if (!x.is_string()) return badField("stop", "must be a string or a list of strings");
         r.stop.push_back(x.get<std::string>());
       }
     } else {
-      return bad("stop", "must be a string or a list of strings");
+      return badField("stop", "must be a string or a list of strings");
     }
     for (const auto& x : r.stop)
-      if (x.empty()) return bad("stop", "stop strings must not be empty");
+      if (x.empty()) return badField("stop", "stop strings must not be empty");
   }
   if (b.contains("logit_bias") && !b["logit_bias"].is_null()) {
     const json& lb = b["logit_bias"];
-    if (!lb.is_object()) return bad("logit_bias", "must be an object of token id -> bias");
-    if (lb.size() > kSampleMaxBias) return bad("logit_bias", "at most 16 entries", {{"count", lb.size()}});
+    if (!lb.is_object()) return badField("logit_bias", "must be an object of token id -> bias");
+    if (lb.size() > kSampleMaxBias) return badField("logit_bias", "at most 16 entries", {{"count", lb.size()}});
     for (const auto& [k, v] : lb.items()) {
       char* end = nullptr;
       const long id = std::strtol(k.c_str(), &end, 10);
-      if (k.empty() || *end != '\0' || id < 0 || id > INT32_MAX) return bad("logit_bias", "keys must be token ids", {{"key", k}});
+      if (k.empty() || *end != '\0' || id < 0 || id > INT32_MAX) return badField("logit_bias", "keys must be token ids", {{"key", k}});
       if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < -100 || v.get<double>() > 100)
-        return bad("logit_bias", "values must be numbers in [-100, 100]", {{"key", k}});
+        return badField("logit_bias", "values must be numbers in [-100, 100]", {{"key", k}});
       r.logit_bias.push_back({(int32_t)id, v.get<float>()});
     }
   }
   EWGPU_TRY(readBool(b, "stream", p.stream));
   if (b.contains("stream_options") && !b["stream_options"].is_null()) {
     const json& so = b["stream_options"];
-    if (!so.is_object()) return bad("stream_options", "must be an object");
+    if (!so.is_object()) return badField("stream_options", "must be an object");
     for (const auto& [k, v] : so.items())
-      if (k != "include_usage") return bad("stream_options." + k, "unknown field");
+      if (k != "include_usage") return badField("stream_options." + k, "unknown field");
     if (so.contains("include_usage") && !so["include_usage"].is_boolean())
-      return bad("stream_options.include_usage", "must be true or false");
+      return badField("stream_options.include_usage", "must be true or false");
     p.include_usage = so.value("include_usage", false);
   }
-  if (b.contains("user") && !b["user"].is_null() && !b["user"].is_string()) return bad("user", "must be a string");
+  if (b.contains("user") && !b["user"].is_null() && !b["user"].is_string()) return badField("user", "must be a string");
   if (b.contains("metadata") && !b["metadata"].is_null() && !b["metadata"].is_object())
-    return bad("metadata", "must be an object");
+    return badField("metadata", "must be an object");
   std::string priority;
   EWGPU_TRY(readString(b, "priority", priority));
   if (!priority.empty()) EWGPU_ASSIGN(r.priority, priorityFromName(priority));
@@ -195,14 +189,14 @@ Status readCommon(const json& b, ParsedRequest& p, std::set<std::string>& known)
 
 Status rejectUnknown(const json& b, const std::set<std::string>& known) {
   for (const auto& [k, v] : b.items())
-    if (!known.count(k)) return bad(k, "unknown field");
+    if (!known.count(k)) return badField(k, "unknown field");
   return {};
 }
 
 }  // namespace
 
 Result<ParsedRequest> parseChatRequest(const json& b) {
-  if (!b.is_object()) return bad("body", "the request must be a JSON object");
+  if (!b.is_object()) return badField("body", "the request must be a JSON object");
   ParsedRequest p;
   std::set<std::string> known = {"messages", "max_completion_tokens", "tools", "tool_choice",
                                  "parallel_tool_calls", "extra_body"};
@@ -211,30 +205,30 @@ Result<ParsedRequest> parseChatRequest(const json& b) {
   EWGPU_TRY(readCount(b, "max_completion_tokens", 1, 1u << 30, mct));
   if (mct) p.req.max_tokens = mct;
   if (b.contains("logprobs") && !b["logprobs"].is_null()) {
-    if (!b["logprobs"].is_boolean()) return bad("logprobs", "must be true or false");
+    if (!b["logprobs"].is_boolean()) return badField("logprobs", "must be true or false");
     p.req.logprobs = b["logprobs"].get<bool>();
   }
   std::optional<uint32_t> top;
   EWGPU_TRY(readCount(b, "top_logprobs", 0, kSampleMaxTop, top));
   if (top) {
-    if (!p.req.logprobs && *top > 0) return bad("top_logprobs", "needs logprobs: true");
+    if (!p.req.logprobs && *top > 0) return badField("top_logprobs", "needs logprobs: true");
     p.req.top_logprobs = *top;
   }
-  if (!b.contains("messages")) return bad("messages", "required");
+  if (!b.contains("messages")) return badField("messages", "required");
   const json& ms = b["messages"];
-  if (!ms.is_array() || ms.empty()) return bad("messages", "must be a non-empty list");
+  if (!ms.is_array() || ms.empty()) return badField("messages", "must be a non-empty list");
   for (size_t i = 0; i < ms.size(); ++i) {
     const std::string f = "messages[" + std::to_string(i) + "]";
     const json& m = ms[i];
-    if (!m.is_object()) return bad(f, "must be an object");
+    if (!m.is_object()) return badField(f, "must be an object");
     for (const auto& [k, v] : m.items())
-      if (k != "role" && k != "content" && k != "name") return bad(f + "." + k, "unknown field");
-    if (!m.contains("role") || !m["role"].is_string()) return bad(f + ".role", "required string");
+      if (k != "role" && k != "content" && k != "name") return badField(f + "." + k, "unknown field");
+    if (!m.contains("role") || !m["role"].is_string()) return badField(f + ".role", "required string");
     const std::string role = m["role"].get<std::string>();
     if (role != "system" && role != "user" && role != "assistant" && role != "developer")
-      return bad(f + ".role", "must be system, developer, user or assistant", {{"value", role}});
+      return badField(f + ".role", "must be system, developer, user or assistant", {{"value", role}});
     std::string content;
-    if (!m.contains("content") || m["content"].is_null()) return bad(f + ".content", "required");
+    if (!m.contains("content") || m["content"].is_null()) return badField(f + ".content", "required");
     if (m["content"].is_string()) {
       content = m["content"].get<std::string>();
     } else if (m["content"].is_array()) {
@@ -242,13 +236,13 @@ Result<ParsedRequest> parseChatRequest(const json& b) {
         const json& part = m["content"][j];
         const std::string pf = f + ".content[" + std::to_string(j) + "]";
         if (!part.is_object() || !part.contains("type") || !part["type"].is_string())
-          return bad(pf, "must be an object with a type");
+          return badField(pf, "must be an object with a type");
         if (part["type"] != "text") return unsupported(pf + ".type", "only text content is supported");
-        if (!part.contains("text") || !part["text"].is_string()) return bad(pf + ".text", "required string");
+        if (!part.contains("text") || !part["text"].is_string()) return badField(pf + ".text", "required string");
         content += part["text"].get<std::string>();
       }
     } else {
-      return bad(f + ".content", "must be a string or a list of text parts");
+      return badField(f + ".content", "must be a string or a list of text parts");
     }
     p.req.messages.push_back({role == "developer" ? "system" : role, content});
   }
@@ -257,13 +251,13 @@ Result<ParsedRequest> parseChatRequest(const json& b) {
   if (b.contains("tool_choice") && !b["tool_choice"].is_null() && b["tool_choice"] != "none")
     return unsupported("tool_choice", "tool calling is not supported");
   if (b.contains("extra_body") && !b["extra_body"].is_null() && !b["extra_body"].is_object())
-    return bad("extra_body", "must be an object");
+    return badField("extra_body", "must be an object");
   EWGPU_TRY(rejectUnknown(b, known));
   return p;
 }
 
 Result<ParsedRequest> parseCompletionRequest(const json& b) {
-  if (!b.is_object()) return bad("body", "the request must be a JSON object");
+  if (!b.is_object()) return badField("body", "the request must be a JSON object");
   ParsedRequest p;
   p.chat = false;
   std::set<std::string> known = {"prompt", "echo", "suffix", "best_of"};
@@ -274,7 +268,7 @@ Result<ParsedRequest> parseCompletionRequest(const json& b) {
     p.req.logprobs = true;
     p.req.top_logprobs = *lp;
   }
-  if (!b.contains("prompt")) return bad("prompt", "required");
+  if (!b.contains("prompt")) return badField("prompt", "required");
   const json& pr = b["prompt"];
   if (pr.is_string()) {
     p.req.prompt = pr.get<std::string>();
@@ -283,9 +277,9 @@ Result<ParsedRequest> parseCompletionRequest(const json& b) {
   } else if (pr.is_array() && pr.size() > 1) {
     return unsupported("prompt", "one prompt per request");
   } else {
-    return bad("prompt", "must be a string");
+    return badField("prompt", "must be a string");
   }
-  if (p.req.prompt->empty()) return bad("prompt", "must not be empty");
+  if (p.req.prompt->empty()) return badField("prompt", "must not be empty");
   if (b.contains("echo") && !b["echo"].is_null() && b["echo"] != false) return unsupported("echo", "not supported");
   if (b.contains("suffix") && !b["suffix"].is_null()) return unsupported("suffix", "not supported");
   std::optional<uint32_t> best_of;
@@ -297,12 +291,12 @@ Result<ParsedRequest> parseCompletionRequest(const json& b) {
 
 Status applySchedulingHeaders(CompletionRequest& req, const std::string& session, const std::string& priority) {
   if (req.session.empty() && !session.empty()) {
-    if (session.size() > 256) return bad("X-Session", "longer than 256 bytes");
+    if (session.size() > 256) return badField("X-Session", "longer than 256 bytes");
     req.session = session;
   }
   if (!priority.empty() && req.priority == Priority::kNormal) {
     auto p = priorityFromName(priority);
-    if (!p) return bad("X-Priority", "must be interactive, normal or background", {{"value", priority}});
+    if (!p) return badField("X-Priority", "must be interactive, normal or background", {{"value", priority}});
     req.priority = *p;
   }
   return {};

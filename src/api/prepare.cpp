@@ -8,15 +8,6 @@
 #include <algorithm>
 
 namespace ewgpu {
-namespace {
-
-Error bad(const std::string& field, const std::string& message, nlohmann::json extra = nlohmann::json::object()) {
-  nlohmann::json d = {{"field", field}};
-  for (auto& [k, v] : extra.items()) d[k] = v;
-  return makeError(ErrorCode::kBadRequest, field + ": " + message, d);
-}
-
-}  // namespace
 
 Result<std::shared_ptr<ModelAssets>> loadModelAssets(const std::string& id, const std::string& dir,
                                                      const ModelFolder& folder) {
@@ -47,17 +38,17 @@ uint32_t systemPrefixTokens(const ModelAssets& a, const CompletionRequest& req, 
 Result<JobSpec> prepareJob(const ModelAssets& a, const CompletionRequest& req, const PrepareOptions& o) {
   std::vector<int32_t> ids;
   const char* prompt_field = "messages";
-  if (req.prompt && !req.messages.empty()) return bad("prompt", "give either prompt or messages, not both");
+  if (req.prompt && !req.messages.empty()) return badField("prompt", "give either prompt or messages, not both");
   if (req.prompt) {
     prompt_field = "prompt";
-    if (req.prompt->empty()) return bad("prompt", "must not be empty");
+    if (req.prompt->empty()) return badField("prompt", "must not be empty");
     ids = a.tokenizer.encode(*req.prompt);
   } else {
-    if (req.messages.empty()) return bad("messages", "required (a non-empty list)");
+    if (req.messages.empty()) return badField("messages", "required (a non-empty list)");
     for (size_t i = 0; i < req.messages.size(); ++i) {
       const std::string& role = req.messages[i].role;
       if (role != "system" && role != "user" && role != "assistant" && role != "tool")
-        return bad("messages[" + std::to_string(i) + "].role", "must be system, user, assistant or tool",
+        return badField("messages[" + std::to_string(i) + "].role", "must be system, user, assistant or tool",
                    {{"value", role}});
     }
     if (a.conv) {
@@ -74,7 +65,7 @@ Result<JobSpec> prepareJob(const ModelAssets& a, const CompletionRequest& req, c
       ids = a.tokenizer.encode(text);
     }
   }
-  if (ids.empty()) return bad(prompt_field, "renders to no tokens");
+  if (ids.empty()) return badField(prompt_field, "renders to no tokens");
   if (ids.size() >= a.context)
     return makeError(ErrorCode::kContextTooLong,
                      "the prompt is " + std::to_string(ids.size()) + " tokens; the context window of " + a.id +
@@ -89,17 +80,17 @@ Result<JobSpec> prepareJob(const ModelAssets& a, const CompletionRequest& req, c
   if (req.frequency_penalty) s.frequency_penalty = *req.frequency_penalty;
   if (req.repetition_penalty) s.repetition_penalty = *req.repetition_penalty;
   s.seed = req.seed ? *req.seed : o.seed;
-  if (req.max_tokens && *req.max_tokens == 0) return bad("max_tokens", "must be at least 1");
+  if (req.max_tokens && *req.max_tokens == 0) return badField("max_tokens", "must be at least 1");
   s.max_tokens = std::min<uint64_t>(req.max_tokens.value_or(o.default_max_tokens), a.context - ids.size());
   s.logprobs = req.logprobs;
-  if (req.top_logprobs && !req.logprobs) return bad("top_logprobs", "needs logprobs");
+  if (req.top_logprobs && !req.logprobs) return badField("top_logprobs", "needs logprobs");
   s.n_logprobs = req.top_logprobs;
   s.logit_bias = req.logit_bias;
   EWGPU_TRY(s.validate(a.config.vocab));
   for (const auto& st : req.stop)
-    if (st.empty()) return bad("stop", "stop strings must not be empty");
-  if (req.session.size() > 256) return bad("session", "longer than 256 bytes");
-  if (req.task.size() > 256) return bad("task", "longer than 256 bytes");
+    if (st.empty()) return badField("stop", "stop strings must not be empty");
+  if (req.session.size() > 256) return badField("session", "longer than 256 bytes");
+  if (req.task.size() > 256) return badField("task", "longer than 256 bytes");
 
   std::shared_ptr<grammar::CompiledGrammar> grammar;
   if (req.response_format && req.response_format->type != "text") {
@@ -113,7 +104,7 @@ Result<JobSpec> prepareJob(const ModelAssets& a, const CompletionRequest& req, c
       EWGPU_ASSIGN(grammar->grammar, grammar::compileJsonSchema(rf.schema.is_null() ? nlohmann::json(true) : rf.schema,
                                                                "response_format.json_schema.schema"));
     } else {
-      return bad("response_format.type", "must be text, json_object or json_schema", {{"value", rf.type}});
+      return badField("response_format.type", "must be text, json_object or json_schema", {{"value", rf.type}});
     }
   }
 

@@ -59,6 +59,14 @@ inline Error makeError(ErrorCode code, std::string message, nlohmann::json detai
   return Error{code, std::move(message), std::move(detail)};
 }
 
+// BAD_REQUEST for one request field: "field: message", detail {"field": field} plus `extra`'s keys.
+inline Error badField(const std::string& field, const std::string& message,
+                      nlohmann::json extra = nlohmann::json::object()) {
+  nlohmann::json d = {{"field", field}};
+  for (auto& [k, v] : extra.items()) d[k] = v;
+  return makeError(ErrorCode::kBadRequest, field + ": " + message, d);
+}
+
 // A value or an Error. Access to the wrong alternative is an invariant violation (asserted).
 template <class T>
 class [[nodiscard]] Result {

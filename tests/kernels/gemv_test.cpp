@@ -129,7 +129,9 @@ void runCase(const Case& c, uint32_t seed) {
   auto [worst, mean_ratio] = expectWithinQ8(got, want, bound, c.k);
   // One digit: rounding errors of independent elements mostly cancel, far inside the worst-case bound on average.
   // (With two the bound is 254x smaller and the f32 accumulation's own rounding is of its size.)
-  if (c.q8 == 1) EXPECT_LT(mean_ratio, 0.2);
+  if (c.q8 == 1) {
+    EXPECT_LT(mean_ratio, 0.2);
+  }
   std::printf("[ q8 ] %u digit(s) n %u k %u epi %u: worst error %.2e of max |y|, mean error / bound %.3f\n", c.q8,
               c.n, c.k, c.epi, worst, mean_ratio);
 }
@@ -311,7 +313,9 @@ void runBatchCase(const BatchCase& c, uint32_t seed) {
     if (c.q8) {
       std::vector<double> bound_active(bound.begin(), bound.begin() + (size_t)active * y_stride);
       auto [worst, mean_ratio] = expectWithinQ8(got_active, want_active, bound_active, c.k);
-      if (c.q8 == 1) EXPECT_LT(mean_ratio, 0.2);
+      if (c.q8 == 1) {
+        EXPECT_LT(mean_ratio, 0.2);
+      }
       std::printf("[ q8 batch ] %u digit(s) n %u k %u epi %u active %u: worst error %.2e of max |y|, mean error / bound "
                   "%.3f\n", c.q8, c.n, c.k, c.epi, active, worst, mean_ratio);
     } else {
