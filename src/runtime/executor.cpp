@@ -50,7 +50,7 @@ Executor::Executor(gpu::Context& ctx, Forward& fwd, const Tokenizer* tok, uint32
   const uint64_t ring = (uint64_t)o.max_batch * o.max_steps * Forward::kOutWords * 4;
   auto a = gpu::Readback::create(ctx, ring, "out-readback-0");
   auto b = gpu::Readback::create(ctx, ring, "out-readback-1");
-  auto c = gpu::Readback::create(ctx, Forward::kOutWords * 4, "prefill-out-readback");
+  auto c = gpu::Readback::create(ctx, (uint64_t)kPrefillGroup * Forward::kOutWords * 4, "prefill-out-readback");
   if (!a) init_ = std::move(a).error();
   else if (!b) init_ = std::move(b).error();
   else if (!c) init_ = std::move(c).error();
@@ -248,25 +248,33 @@ uint32_t Executor::decodeNeed() const {
   return need;
 }
 
-// The row whose next prefill chunk goes first (lowest prefill_order, then lowest row), or -1. The last chunk's
-// readback (the first token) is single-buffered: one prompt finishes its prefill at a time.
-int Executor::prefillCandidate() const {
+std::pair<uint32_t, bool> Executor::nextChunk(const Row& row) const {
+  const uint32_t n = (uint32_t)row.req.prompt.size();
+  uint32_t T = std::min<uint32_t>(fwd_.prefillChunk(), n - row.prefilled);
+  if (row.snap_at > row.prefilled) T = std::min(T, row.snap_at - row.prefilled);  // a chunk ends at the snapshot
+  return {T, row.prefilled + T == n};
+}
+
+// The row whose next prefill chunk goes first (lowest prefill_order, then lowest row), or -1. A last chunk
+// (which samples the first token) waits while an earlier group's readback is in flight: the prefill readback is
+// single-buffered. `last_only`: only rows whose next chunk is their last, of at most `max_tokens` tokens.
+int Executor::prefillCandidate(bool last_only, uint32_t max_tokens) const {
   bool last_pending = false;
   for (const auto& f : in_flight_) last_pending |= f.prefill;
-  const uint32_t chunk = fwd_.prefillChunk();
   int best = -1;
   for (uint32_t r = 0; r < rows_.size(); ++r) {
     const Row& row = rows_[r];
     if (!row.used || row.prefilled == row.req.prompt.size()) continue;
-    const bool last = row.req.prompt.size() - row.prefilled <= chunk;
-    if (last && last_pending) continue;
+    const auto [T, last] = nextChunk(row);
+    if (last && last_pending && !last_only) continue;
+    if (last_only && (!last || T > max_tokens)) continue;
     if (best < 0 || row.req.prefill_order < rows_[best].req.prefill_order) best = (int)r;
   }
   return best;
 }
 
 Status Executor::issue() {
-  // Alternate one prefill chunk and one decode submission while both are wanted; with no row decoding, a
+  // Alternate one prefill turn and one decode submission while both are wanted; with no row decoding, a
   // prompt's chunks go back to back.
   for (;;) {
     uint32_t decodes = 0;
@@ -274,7 +282,7 @@ Status Executor::issue() {
     const uint32_t want = decodeNeed();
     const int p = prefillCandidate();
     if (p >= 0 && (want == 0 || !last_was_prefill_)) {
-      EWGPU_TRY(issuePrefill((uint32_t)p));
+      EWGPU_TRY(issuePrefillTurn((uint32_t)p));
       last_was_prefill_ = true;
     } else if (want > 0 && decodes < depth_) {
       EWGPU_TRY(issueDecode(want));
@@ -285,12 +293,35 @@ Status Executor::issue() {
   }
 }
 
-Status Executor::issuePrefill(uint32_t r) {
+// Short prompts arriving together would otherwise reach their first token one GPU round trip apart (each last
+// chunk waiting for the previous one's readback). Their last chunks go out back to back instead, each its own
+// submission (the queue orders each chunk's buffer writes before its commands), each copying its sampled output
+// to its own slot of the one readback.
+Status Executor::issuePrefillTurn(uint32_t r) {
+  if (!nextChunk(rows_[r]).second) return issuePrefill(r, 0);
+  InFlight f;
+  f.prefill = true;
+  uint32_t budget = fwd_.prefillChunk();
+  for (int next = (int)r; next >= 0 && f.lane_rows.size() < std::min<size_t>(kPrefillGroup, rows_.size());) {
+    const uint32_t T = nextChunk(rows_[next]).first;
+    EWGPU_TRY(issuePrefill((uint32_t)next, (uint32_t)f.lane_rows.size()));
+    f.lane_rows.push_back((uint32_t)next);
+    f.lane_gens.push_back(rows_[next].gen);
+    budget -= std::min(budget, T);
+    next = budget ? prefillCandidate(true, budget) : -1;
+  }
+  rb_pout_.requestMap(ctx_);
+  ++stats_.prefill_groups;
+  f.ticket = g_ticket++;
+  f.issued = std::chrono::steady_clock::now();
+  in_flight_.push_back(std::move(f));
+  return {};
+}
+
+Status Executor::issuePrefill(uint32_t r, uint32_t out_slot) {
   Row& row = rows_[r];
   const uint32_t n = (uint32_t)row.req.prompt.size();
-  uint32_t T = std::min<uint32_t>(fwd_.prefillChunk(), n - row.prefilled);
-  if (row.snap_at > row.prefilled) T = std::min(T, row.snap_at - row.prefilled);  // a chunk ends at the snapshot
-  const bool last = row.prefilled + T == n;
+  const auto [T, last] = nextChunk(row);
   const uint32_t slot = r;
   const bool first = !row.prefill_started;
   if (first) {  // sampling state of the slot: penalties see the prompt
@@ -327,24 +358,14 @@ Status Executor::issuePrefill(uint32_t r) {
     const int s = cache_.addSnapshot(row.req.prompt, row.snap_at, row.pages);
     if (s >= 0) fwd_.recordSaveState(rec, slot, (uint32_t)s);
   }
-  if (last) rb_pout_.record(rec, fwd_.prefillOut(), 0, Forward::kOutWords * 4);
+  if (last) rb_pout_.record(rec, fwd_.prefillOut(), 0, Forward::kOutWords * 4, (uint64_t)out_slot * Forward::kOutWords * 4);
   EWGPU_TRY(rec.submit());
   ++stats_.submissions;
   ++stats_.prefill_chunks;
   row.prefill_started = true;
   row.prefilled += T;
   if (reuse_) cache_.publish(row.req.prompt, row.prefilled, row.pages);  // concurrent sequences may share them now
-  if (last) {
-    row.last_issued = true;
-    rb_pout_.requestMap(ctx_);
-    InFlight f;
-    f.prefill = true;
-    f.ticket = g_ticket++;
-    f.issued = std::chrono::steady_clock::now();
-    f.row = r;
-    f.gen = row.gen;
-    in_flight_.push_back(std::move(f));
-  }
+  if (last) row.last_issued = true;
   return {};
 }
 
@@ -439,18 +460,22 @@ void Executor::consume(const InFlight& f, std::vector<RowEvent>& events) {
   gpu::Readback& rb = readbackOf(f);
   const auto* out = reinterpret_cast<const uint32_t*>(rb.data().data());
   if (f.prefill) {
-    SampleOut o = decodeOut(out);
+    std::vector<SampleOut> outs;
+    for (size_t i = 0; i < f.lane_rows.size(); ++i) outs.push_back(decodeOut(out + i * Forward::kOutWords));
     rb.unmap();
-    Row& row = rows_[f.row];
-    if (!row.used || row.gen != f.gen) return;
-    row.decoding = true;
-    row.grammar_busy = false;
-    RowEvent ev;
-    ev.row = f.row;
-    ev.first = true;
-    ev.cached_tokens = row.cached;
-    deliver(f.row, o, ev);
-    events.push_back(std::move(ev));
+    for (size_t i = 0; i < f.lane_rows.size(); ++i) {
+      const uint32_t r = f.lane_rows[i];
+      Row& row = rows_[r];
+      if (!row.used || row.gen != f.lane_gens[i]) continue;
+      row.decoding = true;
+      row.grammar_busy = false;
+      RowEvent ev;
+      ev.row = r;
+      ev.first = true;
+      ev.cached_tokens = row.cached;
+      deliver(r, outs[i], ev);
+      events.push_back(std::move(ev));
+    }
     return;
   }
   const uint32_t kmax = fwd_.options().max_steps;

@@ -36,6 +36,7 @@ struct ExecutorStats {
   uint64_t grammar_masks = 0;          // allowed-token masks computed for grammar rows
   double grammar_mask_ms = 0;          // CPU time spent computing them
   uint64_t cached_tokens = 0;          // prompt tokens reused (prefix reuse) instead of prefilled
+  uint64_t prefill_groups = 0;         // readbacks of last prefill chunks (a group shares one: issuePrefillTurn)
 };
 
 // BAD_REQUEST (empty prompt, token ids outside the vocabulary, empty stop strings, sampling values) or
@@ -102,16 +103,25 @@ class Executor final : public RowBackend {
     std::chrono::steady_clock::time_point issued;
     uint32_t steps = 0;            // decode: steps in the submission
     uint32_t buf = 0;              // decode: which out readback
-    std::vector<uint32_t> lane_rows;  // decode: the row in each computed lane
-    std::vector<uint32_t> lane_gens;  // decode: the generation each lane ran for
-    uint32_t row = 0, gen = 0;     // prefill: the row whose first token it samples
+    // decode: the row in each computed lane and the generation it ran for. prefill: the rows whose first token
+    // the group's last chunks sample, in the order of their outputs in the prefill readback.
+    std::vector<uint32_t> lane_rows;
+    std::vector<uint32_t> lane_gens;
   };
 
+  static constexpr uint32_t kPrefillGroup = 8;  // last prefill chunks that share one readback
+
   Status issue();
-  Status issuePrefill(uint32_t r);
+  // One prefill chunk of row r; a last chunk copies its sampled output to the prefill readback at `out_slot`.
+  Status issuePrefill(uint32_t r, uint32_t out_slot);
+  // A prefill turn: one chunk of row r, or, when it is r's last, a group of last chunks (up to kPrefillGroup rows,
+  // at most one chunk's worth of tokens in all) sharing one readback.
+  Status issuePrefillTurn(uint32_t r);
+  // Tokens of row r's next prefill chunk, and whether it is the prompt's last.
+  std::pair<uint32_t, bool> nextChunk(const Row& row) const;
   Status issueDecode(uint32_t need);
   uint32_t decodeNeed() const;
-  int prefillCandidate() const;
+  int prefillCandidate(bool last_only = false, uint32_t max_tokens = UINT32_MAX) const;
   void consume(const InFlight& f, std::vector<RowEvent>& events);
   gpu::Readback& readbackOf(const InFlight& f) { return f.prefill ? rb_pout_ : rb_out_[f.buf]; }
   // Turns one sampled step of a row into its event (text, stop strings, finish).

@@ -142,6 +142,8 @@ void checkBatch(Model& m, Forward& fwd, uint32_t rows, const std::vector<std::ve
   if (rows > 1) {
     EXPECT_LT(gen.stats().row_steps, gen.stats().decode_steps * rows);
     EXPECT_GT(gen.stats().row_steps, gen.stats().decode_steps) << "the rows did not decode together";
+    // The first wave's prompts (1-8 tokens) arrive together: their last chunks share readbacks.
+    EXPECT_LT(gen.stats().prefill_groups, n) << "no prefill group had more than one prompt";
   }
 }
 

@@ -9,11 +9,12 @@ import { startServer, get, status, rowsBusy, TINY, FAKE_SERVE, EWGPU } from './h
 const CLIENTS = Number(process.env.LOAD_CLIENTS ?? 64), PER_CLIENT = Number(process.env.LOAD_PER_CLIENT ?? 20);
 const MAX_TOKENS = Number(process.env.LOAD_MAX_TOKENS ?? 8);
 const REAL = process.env.LOAD_MODEL;
+const ROWS = Number(process.env.LOAD_ROWS ?? 8);
 const BUDGET_MS = Number(process.env.LOAD_BUDGET_MS ?? 120000);
 
 let srv, model;
 before(async () => {
-  const args = [...(REAL ? ['serve'] : []), '--model', REAL ?? TINY, '--rows', '8', '--threads', String(CLIENTS + 32), '--quiet'];
+  const args = [...(REAL ? ['serve'] : []), '--model', REAL ?? TINY, '--rows', String(ROWS), '--threads', String(CLIENTS + 32), '--quiet'];
   if (REAL) args.push(...(process.env.LOAD_ARGS ?? '').split(' ').filter(Boolean));
   else args.push('--fake-step-ms', '2');
   srv = await startServer({ bin: REAL ? EWGPU : FAKE_SERVE, args, timeoutMs: 300000 });
@@ -75,7 +76,7 @@ test(`load: ${CLIENTS} clients x ${PER_CLIENT} requests, none lost or duplicated
   const keyed = new Map(results.flatMap((mine, c) => mine.map((r, i) => [`${c}/${i}`, r])));
   const lat = all.map((r) => r.ms).sort((a, b) => a - b);
   const pct = (p) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))];
-  console.log(`load (${REAL ? 'model ' + model : 'fake backend, 2 ms/submission'}, rows 8, max_tokens ${MAX_TOKENS}): ` +
+  console.log(`load (${REAL ? 'model ' + model : 'fake backend, 2 ms/submission'}, rows ${ROWS}, max_tokens ${MAX_TOKENS}): ` +
               `${all.length} requests in ${(wall / 1000).toFixed(2)} s = ${(all.length / (wall / 1000)).toFixed(1)} req/s; ` +
               `latency p50 ${pct(0.5).toFixed(1)} ms, p99 ${pct(0.99).toFixed(1)} ms, max ${lat.at(-1).toFixed(1)} ms`);
   // Healthy after: nothing queued or running, every job counted once, and a new request still works.
