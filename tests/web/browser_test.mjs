@@ -12,6 +12,7 @@
 //  11. `ewgpu serve --web build/web` serves the bundle: a second page from it starts the engine;
 //  10. model sources: the fixture's base URL (this loopback server) as a WebLLM appConfig.model_list entry and as a
 //      plain URL, fetched into Cache Storage with progress, under WebLLM's keys, the second load fetching nothing;
+//  12. the recipes ghostText / ask / conversation (recipe_checks.mjs);
 // and writes screenshots of the demo page (after load, after a streamed answer) to --out.
 // Exit status 0 = pass, 1 = fail, 77 = skipped (chromium or the web bundle missing; CTest's SKIP_RETURN_CODE).
 //   node tests/web/browser_test.mjs --web build/web --ewgpu build/ewgpu --fixture tests/fixtures/qwen3_tiny/q4f16_1
@@ -20,6 +21,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import {createRequire} from 'node:module';
 import {openBrowser, serve} from './harness.mjs';
+import {checkRecipes} from './recipe_checks.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
   if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1]]);
@@ -193,6 +195,12 @@ try {
     'listAvailableModels: the registered folder and WebLLM\'s prebuilt catalogue', more.avail);
   check(more.fit && more.fit.ok === true && typeof more.fitPrebuilt.ok === 'boolean' && more.fitUnknown === 'UNKNOWN_MODEL' &&
     more.rec.length > 0 && more.rec.length <= 3, 'canRun (registered, prebuilt, unknown) and recommendModels', more);
+
+  // 12. the seed's recipes: ghostText, ask (one input, an array as one batch, background + preemptible),
+  // conversation.
+  const tRecipes = Date.now();
+  await checkRecipes(page, check, {prompt: PROMPT, nativeText, tokens: TOKENS});
+  console.log(`recipes: ${Date.now() - tRecipes} ms`);
 
   // 5. an invalid folder: the shard missing.
   const bad = await page.evaluate(async ({names}) => {
