@@ -271,6 +271,8 @@ function resolveBase(model) {
   return /^https:\/\/huggingface\.co\/[^/]+\/[^/]+\/$/.test(b) ? b + 'resolve/main/' : b;
 }
 
+// A file from Cache Storage, or else from the network into Cache Storage (fetchToCache). A cached entry of the
+// wrong size is fetched again. onBytes(n): n more bytes of this file are in hand.
 async function cachedOrFetch(modelId, base, name, expect, onBytes) {
   const cache = await caches.open(scopeOf(name));
   const key = keyOf(base, name);
@@ -280,46 +282,142 @@ async function cachedOrFetch(modelId, base, name, expect, onBytes) {
     if (expect.size === undefined || blob.size === expect.size) { onBytes(blob.size); return blob; }
     await cache.delete(key);  // a short or stale entry: fetched again
   }
+  await fetchToCache(modelId, cache, key, expect, onBytes);
+  const put = await cache.match(key);
+  if (!put) throw engineError('CACHE_INCOMPLETE', `${key}: not in Cache Storage after it was put`, {url: key, model: modelId});
+  return put.blob();  // backed by the cache entry, not by a copy in memory
+}
+
+// One GET of key from byte `from` on (a Range request when from > 0). Resolves to {resp, skip}: skip bytes of the
+// body are ones already received (a server that ignores Range answers 200 with the whole file; it is read again
+// from its start and the first `from` bytes dropped). HTTP errors are NETWORK_ERROR with reason http_status.
+async function openRange(modelId, key, from) {
   let resp;
   try {
-    resp = await fetch(key, {cache: 'no-store'});
+    resp = await fetch(key, from > 0 ? {cache: 'no-store', headers: {Range: `bytes=${from}-`}} : {cache: 'no-store'});
   } catch (e) {
     throw engineError('NETWORK_ERROR', `${key}: ${e && e.message || e}`, {url: key, reason: 'transfer', model: modelId});
   }
-  if (!resp.ok) throw engineError('NETWORK_ERROR', `${key}: HTTP ${resp.status}`, {url: key, http_status: resp.status, reason: 'http_status', model: modelId});
-  const blob = await resp.blob();
-  onBytes(blob.size);
-  if (expect.size !== undefined && blob.size !== expect.size)
-    throw engineError('NETWORK_ERROR', `${key}: ${blob.size} bytes, the manifest says ${expect.size}`,
-      {url: key, reason: 'short_body', expected: expect.size, actual: blob.size, model: modelId});
-  if (expect.md5) {
-    const actual = md5Blob(blob);
-    if (actual !== expect.md5) throw engineError('NETWORK_ERROR', `${key}: md5 mismatch`,
-      {url: key, reason: 'md5_mismatch', md5_expected: expect.md5, md5_actual: actual, model: modelId});
+  if (from > 0 && resp.status === 206) {
+    // Content-Range is readable same-origin or when exposed; a 206 to a single `bytes=N-` range starts at N.
+    const m = /^bytes (\d+)-/.exec(resp.headers.get('Content-Range') || '');
+    if (!m || Number(m[1]) === from) return {resp, skip: 0};
+    await resp.body.cancel();
+    return openRange(modelId, key, 0).then((r) => Object.assign(r, {skip: from}));
   }
-  await cache.put(new Request(key), new Response(blob));
-  return blob;
+  if (!resp.ok) {
+    throw engineError('NETWORK_ERROR', `${key}: HTTP ${resp.status}`,
+      {url: key, http_status: resp.status, reason: 'http_status', model: modelId});
+  }
+  return {resp, skip: from};
 }
 
-// The wasm module's streaming MD5 (base/md5.h), fed 4 MiB slices read synchronously (FileReaderSync).
-function md5Blob(blob) {
-  const reader = new FileReaderSync();
-  const h = core._ewgpu_web_md5_new();
-  const chunk = 4 << 20;
-  const p = core._malloc(chunk);
+// The body of key streamed into Cache Storage: cache.put reads a ReadableStream that pulls from the network,
+// counts and hashes (MD5, the core's) on the way, so no Blob of the whole file is ever held. A transfer that
+// breaks (an error mid-body, or a body that ends short of the manifest's size) resumes from the bytes received
+// with `Range: bytes=N-`, at most RESUMES times per file. After the last byte the size and md5 are checked; a
+// mismatch errors the stream, so cache.put rejects and Cache Storage never holds a short or corrupt file
+// (NETWORK_ERROR with reason transfer, short_body or md5_mismatch, as the native store).
+const RESUMES = 4;
+async function fetchToCache(modelId, cache, key, expect, onBytes) {
+  const size = expect.size;
+  let {resp, skip} = await openRange(modelId, key, 0);  // an HTTP error (a 404 manifest) before anything is put
+  let reader = resp.body.getReader();
+  let received = 0, resumes = 0, failure = null;
+  let md5 = expect.md5 ? new Md5() : null;
+  const fail = (controller, e) => {
+    failure = e;
+    if (md5) { md5.discard(); md5 = null; }
+    controller.error(e);
+  };
+  const body = new ReadableStream({
+    async pull(controller) {
+      for (;;) {
+        let r = null, broke = null;
+        try {
+          r = await reader.read();
+        } catch (e) {
+          broke = e;
+        }
+        if (r && !r.done) {
+          let bytes = r.value;
+          if (skip > 0) {  // already received before a 200 restart
+            const drop = Math.min(skip, bytes.byteLength);
+            skip -= drop;
+            bytes = bytes.subarray(drop);
+            if (!bytes.byteLength) continue;
+          }
+          received += bytes.byteLength;
+          if (size !== undefined && received > size) {
+            return fail(controller, engineError('NETWORK_ERROR', `${key}: more than the manifest's ${size} bytes`,
+              {url: key, reason: 'short_body', expected: size, actual: received, model: modelId}));
+          }
+          if (md5) md5.update(bytes);
+          onBytes(bytes.byteLength);
+          controller.enqueue(bytes);
+          return;
+        }
+        if (r && r.done && skip === 0 && (size === undefined || received === size)) {
+          const actual = md5 ? md5.hex() : '';
+          md5 = null;
+          if (expect.md5 && actual !== expect.md5) {
+            return fail(controller, engineError('NETWORK_ERROR', `${key}: md5 mismatch`,
+              {url: key, reason: 'md5_mismatch', md5_expected: expect.md5, md5_actual: actual, model: modelId}));
+          }
+          controller.close();
+          return;
+        }
+        // Broken, or ended short: resume from what is in hand.
+        if (++resumes > RESUMES) {
+          const why = broke ? `${key}: ${broke && broke.message || broke}` : `${key}: ${received} bytes, the manifest says ${size}`;
+          return fail(controller, engineError('NETWORK_ERROR', why, broke ? {url: key, reason: 'transfer', received, model: modelId}
+            : {url: key, reason: 'short_body', expected: size, actual: received, model: modelId}));
+        }
+        try {
+          ({resp, skip} = await openRange(modelId, key, received));
+        } catch (e) {
+          return fail(controller, e);
+        }
+        post({type: 'log', level: 'info', text: `${key}: resuming at byte ${received} (HTTP ${resp.status})`});
+        reader = resp.body.getReader();
+      }
+    },
+    cancel() {
+      if (md5) { md5.discard(); md5 = null; }
+      return reader.cancel();
+    },
+  });
   try {
-    for (let off = 0; off < blob.size; off += chunk) {
-      const u = new Uint8Array(reader.readAsArrayBuffer(blob.slice(off, off + chunk)));
-      core.HEAPU8.set(u, p);
-      core._ewgpu_web_md5_update(h, p, u.length);
-    }
-  } finally {
-    core._free(p);
+    await cache.put(new Request(key), new Response(body));
+  } catch (e) {
+    await cache.delete(key);  // nothing of a failed put is kept
+    throw failure || engineError('NETWORK_ERROR', `${key}: ${e && e.message || e}`, {url: key, reason: 'transfer', model: modelId});
   }
-  const s = core._ewgpu_web_md5_final(h);
-  const hex = core.UTF8ToString(s);
-  core._ewgpu_web_free(s);
-  return hex;
+  return received;
+}
+
+// The wasm module's streaming MD5 (base/md5.h), fed through one heap buffer of MD5_SLICE bytes.
+const MD5_SLICE = 1 << 20;
+class Md5 {
+  constructor() {
+    this.h = core._ewgpu_web_md5_new();
+    this.p = core._malloc(MD5_SLICE);
+  }
+  update(bytes) {
+    for (let off = 0; off < bytes.byteLength; off += MD5_SLICE) {
+      const part = bytes.subarray(off, off + MD5_SLICE);
+      core.HEAPU8.set(part, this.p);
+      core._ewgpu_web_md5_update(this.h, this.p, part.byteLength);
+    }
+  }
+  hex() {
+    core._free(this.p);
+    const s = core._ewgpu_web_md5_final(this.h);
+    const hex = core.UTF8ToString(s);
+    core._ewgpu_web_free(s);
+    return hex;
+  }
+  discard() { this.hex(); }
 }
 
 async function jsonOf(blob, name, modelId) {
@@ -330,6 +428,7 @@ async function jsonOf(blob, name, modelId) {
   }
 }
 
+const PROGRESS_STEP = 1 << 20;
 async function fetchModel(modelId, model) {
   if (typeof modelId !== 'string' || !modelId || typeof model !== 'string' || !/^https?:\/\//.test(model))
     throw engineError('UNKNOWN_MODEL', `model ${modelId}: no base URL (registerModel, appConfig.model_list or a URL)`,
@@ -337,9 +436,15 @@ async function fetchModel(modelId, model) {
   if (!hasCaches()) throw engineError('UNSUPPORTED', 'Cache Storage is not available here', {model: modelId});
   const base = resolveBase(model);
   let loaded = 0, total = 0;
-  // loaded / total: shard bytes (the configs and tokenizer are small and come first).
-  const progress = () => post({type: 'progress', model: modelId, stage: 'fetch', loaded, total,
-    fraction: total ? 0.05 + 0.9 * Math.min(1, loaded / total) : 0.05});
+  // loaded / total: shard bytes (the configs and tokenizer are small and come first), counted as they arrive (a
+  // resumed transfer counts each byte once); posted every PROGRESS_STEP bytes and at the end.
+  let posted = -1;
+  const progress = () => {
+    if (posted >= 0 && loaded - posted < PROGRESS_STEP && !(loaded === total && posted !== loaded)) return;
+    posted = loaded;
+    post({type: 'progress', model: modelId, stage: 'fetch', loaded, total,
+      fraction: total ? 0.05 + 0.9 * Math.min(1, loaded / total) : 0.05});
+  };
   const small = () => progress();
   const shardBytes = (n) => { loaded += n; progress(); };
   const files = [];
