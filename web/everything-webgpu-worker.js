@@ -376,7 +376,10 @@ async function fetchToCache(modelId, cache, key, expect, onBytes) {
         try {
           ({resp, skip} = await openRange(modelId, key, received));
         } catch (e) {
-          return fail(controller, e);
+          // The resume request itself failed to connect: tried again after a pause, within the same budget.
+          if (!(e.detail && e.detail.reason === 'transfer') || resumes >= RESUMES) return fail(controller, e);
+          await new Promise((r) => setTimeout(r, 250 * resumes));
+          continue;
         }
         post({type: 'log', level: 'info', text: `${key}: resuming at byte ${received} (HTTP ${resp.status})`});
         reader = resp.body.getReader();
