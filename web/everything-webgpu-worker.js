@@ -312,91 +312,115 @@ async function openRange(modelId, key, from) {
   return {resp, skip: from};
 }
 
-// The body of key streamed into Cache Storage: cache.put reads a ReadableStream that pulls from the network,
-// counts and hashes (MD5, the core's) on the way, so no Blob of the whole file is ever held. A transfer that
-// breaks (an error mid-body, or a body that ends short of the manifest's size) resumes from the bytes received
-// with `Range: bytes=N-`, at most RESUMES times per file. After the last byte the size and md5 are checked; a
-// mismatch errors the stream, so cache.put rejects and Cache Storage never holds a short or corrupt file
-// (NETWORK_ERROR with reason transfer, short_body or md5_mismatch, as the native store).
+// A file's bytes from the network in order, resuming where a transfer breaks (an error mid-body, or a body that
+// ends short of the expected size) with `Range: bytes=N-` from the bytes handed out so far, at most RESUMES times.
+// next() resolves to the next bytes, or null once the body ended complete; it throws NETWORK_ERROR otherwise.
 const RESUMES = 4;
-async function fetchToCache(modelId, cache, key, expect, onBytes) {
-  const size = expect.size;
-  let {resp, skip} = await openRange(modelId, key, 0);  // an HTTP error (a 404 manifest) before anything is put
-  let reader = resp.body.getReader();
-  let received = 0, resumes = 0, failure = null;
-  let md5 = expect.md5 ? new Md5() : null;
-  const fail = (controller, e) => {
-    failure = e;
-    if (md5) { md5.discard(); md5 = null; }
-    controller.error(e);
-  };
-  const body = new ReadableStream({
-    async pull(controller) {
-      for (;;) {
-        let r = null, broke = null;
-        try {
-          r = await reader.read();
-        } catch (e) {
-          broke = e;
+class ResumingBody {
+  constructor(modelId, key, size, opened) {
+    this.modelId = modelId;
+    this.key = key;
+    this.size = size;  // undefined: not known (no manifest size); then only an error mid-body resumes
+    this.received = 0;
+    this.resumes = 0;
+    this.reader = opened.resp.body.getReader();
+    this.skip = opened.skip;
+  }
+  async next() {
+    for (;;) {
+      let r = null, broke = null;
+      try {
+        r = await this.reader.read();
+      } catch (e) {
+        broke = e;
+      }
+      if (r && !r.done) {
+        let bytes = r.value;
+        if (this.skip > 0) {  // received before a 200 restart: dropped
+          const drop = Math.min(this.skip, bytes.byteLength);
+          this.skip -= drop;
+          bytes = bytes.subarray(drop);
+          if (!bytes.byteLength) continue;
         }
-        if (r && !r.done) {
-          let bytes = r.value;
-          if (skip > 0) {  // already received before a 200 restart
-            const drop = Math.min(skip, bytes.byteLength);
-            skip -= drop;
-            bytes = bytes.subarray(drop);
-            if (!bytes.byteLength) continue;
-          }
-          received += bytes.byteLength;
-          if (size !== undefined && received > size) {
-            return fail(controller, engineError('NETWORK_ERROR', `${key}: more than the manifest's ${size} bytes`,
-              {url: key, reason: 'short_body', expected: size, actual: received, model: modelId}));
-          }
+        this.received += bytes.byteLength;
+        if (this.size !== undefined && this.received > this.size) throw this.short();
+        return bytes;
+      }
+      if (r && this.skip === 0 && (this.size === undefined || this.received === this.size)) return null;
+      await this.resume(broke);
+    }
+  }
+  // Opens the rest of the body; a resume request that cannot connect is tried again after a pause.
+  async resume(broke) {
+    for (;;) {
+      if (++this.resumes > RESUMES) {
+        if (!broke) throw this.short();
+        throw engineError('NETWORK_ERROR', `${this.key}: ${broke && broke.message || broke}`,
+          {url: this.key, reason: 'transfer', received: this.received, model: this.modelId});
+      }
+      try {
+        const o = await openRange(this.modelId, this.key, this.received);
+        post({type: 'log', level: 'info', text: `${this.key}: resuming at byte ${this.received} (HTTP ${o.resp.status})`});
+        this.reader = o.resp.body.getReader();
+        this.skip = o.skip;
+        return;
+      } catch (e) {
+        if (!(e.detail && e.detail.reason === 'transfer')) throw e;
+        broke = e;
+        await new Promise((r) => setTimeout(r, 250 * this.resumes));
+      }
+    }
+  }
+  short() {
+    return engineError('NETWORK_ERROR', `${this.key}: ${this.received} bytes, the manifest says ${this.size}`,
+      {url: this.key, reason: 'short_body', expected: this.size, actual: this.received, model: this.modelId});
+  }
+  cancel() { return this.reader.cancel(); }
+}
+
+// The body of key streamed into Cache Storage: cache.put reads a ReadableStream that pulls from the network
+// (ResumingBody), counts and hashes (MD5, the core's) on the way, so no Blob of the whole file is ever held. After
+// the last byte the md5 is checked; a mismatch (or a transfer that could not be completed) errors the stream, so
+// cache.put rejects and Cache Storage never holds a short or corrupt file (NETWORK_ERROR with reason transfer,
+// short_body or md5_mismatch, as the native store).
+async function fetchToCache(modelId, cache, key, expect, onBytes) {
+  // An HTTP error (a 404 manifest) is thrown here, before anything is put.
+  const body = new ResumingBody(modelId, key, expect.size, await openRange(modelId, key, 0));
+  let md5 = expect.md5 ? new Md5() : null, failure = null;
+  const stream = new ReadableStream({
+    async pull(controller) {
+      try {
+        const bytes = await body.next();
+        if (bytes) {
           if (md5) md5.update(bytes);
           onBytes(bytes.byteLength);
           controller.enqueue(bytes);
           return;
         }
-        if (r && r.done && skip === 0 && (size === undefined || received === size)) {
-          const actual = md5 ? md5.hex() : '';
-          md5 = null;
-          if (expect.md5 && actual !== expect.md5) {
-            return fail(controller, engineError('NETWORK_ERROR', `${key}: md5 mismatch`,
-              {url: key, reason: 'md5_mismatch', md5_expected: expect.md5, md5_actual: actual, model: modelId}));
-          }
-          controller.close();
-          return;
+        const actual = md5 ? md5.hex() : '';
+        md5 = null;
+        if (expect.md5 && actual !== expect.md5) {
+          throw engineError('NETWORK_ERROR', `${key}: md5 mismatch`,
+            {url: key, reason: 'md5_mismatch', md5_expected: expect.md5, md5_actual: actual, model: modelId});
         }
-        // Broken, or ended short: resume from what is in hand.
-        if (++resumes > RESUMES) {
-          const why = broke ? `${key}: ${broke && broke.message || broke}` : `${key}: ${received} bytes, the manifest says ${size}`;
-          return fail(controller, engineError('NETWORK_ERROR', why, broke ? {url: key, reason: 'transfer', received, model: modelId}
-            : {url: key, reason: 'short_body', expected: size, actual: received, model: modelId}));
-        }
-        try {
-          ({resp, skip} = await openRange(modelId, key, received));
-        } catch (e) {
-          // The resume request itself failed to connect: tried again after a pause, within the same budget.
-          if (!(e.detail && e.detail.reason === 'transfer') || resumes >= RESUMES) return fail(controller, e);
-          await new Promise((r) => setTimeout(r, 250 * resumes));
-          continue;
-        }
-        post({type: 'log', level: 'info', text: `${key}: resuming at byte ${received} (HTTP ${resp.status})`});
-        reader = resp.body.getReader();
+        controller.close();
+      } catch (e) {
+        failure = e;
+        if (md5) { md5.discard(); md5 = null; }
+        controller.error(e);
       }
     },
     cancel() {
       if (md5) { md5.discard(); md5 = null; }
-      return reader.cancel();
+      return body.cancel();
     },
   });
   try {
-    await cache.put(new Request(key), new Response(body));
+    await cache.put(new Request(key), new Response(stream));
   } catch (e) {
     await cache.delete(key);  // nothing of a failed put is kept
     throw failure || engineError('NETWORK_ERROR', `${key}: ${e && e.message || e}`, {url: key, reason: 'transfer', model: modelId});
   }
-  return received;
 }
 
 // The wasm module's streaming MD5 (base/md5.h), fed through one heap buffer of MD5_SLICE bytes.
