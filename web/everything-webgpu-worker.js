@@ -273,7 +273,8 @@ function resolveBase(model) {
 
 // A file from Cache Storage, or else from the network into Cache Storage (fetchToCache). A cached entry of the
 // wrong size is fetched again. onBytes(n): n more bytes of this file are in hand.
-async function cachedOrFetch(modelId, base, name, expect, onBytes) {
+async function cachedOrFetch(net, base, name, expect, onBytes) {
+  const modelId = net.modelId;
   const cache = await caches.open(scopeOf(name));
   const key = keyOf(base, name);
   const hit = await cache.match(key);
@@ -282,7 +283,7 @@ async function cachedOrFetch(modelId, base, name, expect, onBytes) {
     if (expect.size === undefined || blob.size === expect.size) { onBytes(blob.size); return blob; }
     await cache.delete(key);  // a short or stale entry: fetched again
   }
-  await fetchToCache(modelId, cache, key, expect, onBytes);
+  await fetchToCache(net, cache, key, expect, onBytes);
   const put = await cache.match(key);
   if (!put) throw engineError('CACHE_INCOMPLETE', `${key}: not in Cache Storage after it was put`, {url: key, model: modelId});
   return put.blob();  // backed by the cache entry, not by a copy in memory
@@ -291,10 +292,12 @@ async function cachedOrFetch(modelId, base, name, expect, onBytes) {
 // One GET of key from byte `from` on (a Range request when from > 0). Resolves to {resp, skip}: skip bytes of the
 // body are ones already received (a server that ignores Range answers 200 with the whole file; it is read again
 // from its start and the first `from` bytes dropped). HTTP errors are NETWORK_ERROR with reason http_status.
-async function openRange(modelId, key, from) {
+async function openRange(modelId, key, from, signal) {
   let resp;
   try {
-    resp = await fetch(key, from > 0 ? {cache: 'no-store', headers: {Range: `bytes=${from}-`}} : {cache: 'no-store'});
+    const init = {cache: 'no-store', signal};
+    if (from > 0) init.headers = {Range: `bytes=${from}-`};
+    resp = await fetch(key, init);
   } catch (e) {
     throw engineError('NETWORK_ERROR', `${key}: ${e && e.message || e}`, {url: key, reason: 'transfer', model: modelId});
   }
@@ -303,34 +306,54 @@ async function openRange(modelId, key, from) {
     const m = /^bytes (\d+)-/.exec(resp.headers.get('Content-Range') || '');
     if (!m || Number(m[1]) === from) return {resp, skip: 0};
     await resp.body.cancel();
-    return openRange(modelId, key, 0).then((r) => Object.assign(r, {skip: from}));
+    return openRange(modelId, key, 0, signal).then((r) => Object.assign(r, {skip: from}));
   }
   if (!resp.ok) {
     throw engineError('NETWORK_ERROR', `${key}: HTTP ${resp.status}`,
-      {url: key, http_status: resp.status, reason: 'http_status', model: modelId});
+      {url: key, http_status: resp.status, reason: 'http_status', retryable: RETRY_STATUS(resp.status), model: modelId});
   }
   return {resp, skip: from};
 }
 
-// A file's bytes from the network in order, resuming where a transfer breaks (an error mid-body, or a body that
-// ends short of the expected size) with `Range: bytes=N-` from the bytes handed out so far, at most RESUMES times.
-// next() resolves to the next bytes, or null once the body ended complete; it throws NETWORK_ERROR otherwise.
+// A file's bytes from the network in order, resuming where a transfer breaks (an error mid-body, a body that
+// ends short of the expected size, or no byte for stallMs: that request is aborted) with `Range: bytes=N-` from
+// the bytes handed out so far, at most RESUMES times. next() resolves to the next bytes, or null once the body
+// ended complete; it throws NETWORK_ERROR otherwise (reason transfer, stalled or short_body).
 const RESUMES = 4;
+const RETRY_STATUS = (s) => s === 408 || s === 425 || s === 429 || s >= 500;  // as the native store
 class ResumingBody {
-  constructor(modelId, key, size, opened) {
-    this.modelId = modelId;
+  // net: {modelId, stallMs}. Resolves once the first request has its headers (an HTTP error throws).
+  static async open(net, key, size) {
+    const body = new ResumingBody(net, key, size);
+    body.take(await openRange(net.modelId, key, 0, body.abort.signal));
+    return body;
+  }
+  constructor(net, key, size) {
+    this.modelId = net.modelId;
+    this.stallMs = net.stallMs;
     this.key = key;
     this.size = size;  // undefined: not known (no manifest size); then only an error mid-body resumes
     this.received = 0;
     this.resumes = 0;
+    this.abort = new AbortController();
+  }
+  take(opened) {
     this.reader = opened.resp.body.getReader();
     this.skip = opened.skip;
+  }
+  // One read, or a rejection {stalled: true} (the request aborted) when no byte comes for stallMs.
+  read() {
+    let timer = 0;
+    const stall = new Promise((_, reject) => {
+      timer = setTimeout(() => { this.abort.abort(); reject({stalled: true}); }, this.stallMs);
+    });
+    return Promise.race([this.reader.read(), stall]).finally(() => clearTimeout(timer));
   }
   async next() {
     for (;;) {
       let r = null, broke = null;
       try {
-        r = await this.reader.read();
+        r = await this.read();
       } catch (e) {
         broke = e;
       }
@@ -350,22 +373,28 @@ class ResumingBody {
       await this.resume(broke);
     }
   }
-  // Opens the rest of the body; a resume request that cannot connect is tried again after a pause.
+  // Opens the rest of the body; a resume request that cannot connect or gets a retryable status (408, 425, 429,
+  // 5xx) is tried again after a pause, within the same budget.
   async resume(broke) {
     for (;;) {
       if (++this.resumes > RESUMES) {
         if (!broke) throw this.short();
+        if (broke.stalled) {
+          throw engineError('NETWORK_ERROR', `${this.key}: no data for ${this.stallMs / 1000} s`,
+            {url: this.key, reason: 'stalled', received: this.received, model: this.modelId});
+        }
+        if (broke.code) throw broke;
         throw engineError('NETWORK_ERROR', `${this.key}: ${broke && broke.message || broke}`,
           {url: this.key, reason: 'transfer', received: this.received, model: this.modelId});
       }
+      this.abort = new AbortController();
       try {
-        const o = await openRange(this.modelId, this.key, this.received);
+        const o = await openRange(this.modelId, this.key, this.received, this.abort.signal);
         post({type: 'log', level: 'info', text: `${this.key}: resuming at byte ${this.received} (HTTP ${o.resp.status})`});
-        this.reader = o.resp.body.getReader();
-        this.skip = o.skip;
+        this.take(o);
         return;
       } catch (e) {
-        if (!(e.detail && e.detail.reason === 'transfer')) throw e;
+        if (!(e.detail && (e.detail.reason === 'transfer' || e.detail.retryable))) throw e;
         broke = e;
         await new Promise((r) => setTimeout(r, 250 * this.resumes));
       }
@@ -383,9 +412,10 @@ class ResumingBody {
 // the last byte the md5 is checked; a mismatch (or a transfer that could not be completed) errors the stream, so
 // cache.put rejects and Cache Storage never holds a short or corrupt file (NETWORK_ERROR with reason transfer,
 // short_body or md5_mismatch, as the native store).
-async function fetchToCache(modelId, cache, key, expect, onBytes) {
+async function fetchToCache(net, cache, key, expect, onBytes) {
+  const modelId = net.modelId;
   // An HTTP error (a 404 manifest) is thrown here, before anything is put.
-  const body = new ResumingBody(modelId, key, expect.size, await openRange(modelId, key, 0));
+  const body = await ResumingBody.open(net, key, expect.size);
   let md5 = expect.md5 ? new Md5() : null, failure = null;
   const stream = new ReadableStream({
     async pull(controller) {
@@ -456,11 +486,17 @@ async function jsonOf(blob, name, modelId) {
 }
 
 const PROGRESS_STEP = 1 << 20;
-async function fetchModel(modelId, model) {
+const STALL_TIMEOUT_S = 30;  // as the native store's stall_timeout_s
+// options: {stall_timeout_s} (a read that brings no byte for this long aborts that request, which then resumes).
+async function fetchModel(modelId, model, options) {
   if (typeof modelId !== 'string' || !modelId || typeof model !== 'string' || !/^https?:\/\//.test(model))
     throw engineError('UNKNOWN_MODEL', `model ${modelId}: no base URL (registerModel, appConfig.model_list or a URL)`,
       {model: modelId, field: 'model'});
   if (!hasCaches()) throw engineError('UNSUPPORTED', 'Cache Storage is not available here', {model: modelId});
+  const stall = options && options.stall_timeout_s !== undefined ? options.stall_timeout_s : STALL_TIMEOUT_S;
+  if (typeof stall !== 'number' || !(stall > 0) || !Number.isFinite(stall))
+    throw engineError('BAD_REQUEST', 'stall_timeout_s: a number of seconds above 0', {field: 'stall_timeout_s', value: stall});
+  const net = {modelId, stallMs: stall * 1000};
   const base = resolveBase(model);
   let loaded = 0, total = 0;
   // loaded / total: shard bytes (the configs and tokenizer are small and come first), counted as they arrive (a
@@ -475,16 +511,16 @@ async function fetchModel(modelId, model) {
   const small = () => progress();
   const shardBytes = (n) => { loaded += n; progress(); };
   const files = [];
-  const cfgBlob = await cachedOrFetch(modelId, base, 'mlc-chat-config.json', {}, small);
+  const cfgBlob = await cachedOrFetch(net, base, 'mlc-chat-config.json', {}, small);
   files.push({name: 'mlc-chat-config.json', blob: cfgBlob});
   const cfg = await jsonOf(cfgBlob, 'mlc-chat-config.json', modelId);
   let manifestName = 'tensor-cache.json', manBlob;
   try {
-    manBlob = await cachedOrFetch(modelId, base, manifestName, {}, small);
+    manBlob = await cachedOrFetch(net, base, manifestName, {}, small);
   } catch (e) {
     if (!(e.detail && e.detail.http_status === 404)) throw e;
     manifestName = 'ndarray-cache.json';
-    manBlob = await cachedOrFetch(modelId, base, manifestName, {}, small);
+    manBlob = await cachedOrFetch(net, base, manifestName, {}, small);
   }
   files.push({name: manifestName, blob: manBlob});
   const man = await jsonOf(manBlob, manifestName, modelId);
@@ -493,12 +529,12 @@ async function fetchModel(modelId, model) {
   const tokFiles = Array.isArray(cfg.tokenizer_files) && cfg.tokenizer_files.length ? cfg.tokenizer_files : ['tokenizer.json'];
   for (const n of tokFiles) {
     if (typeof n !== 'string' || n.includes('/')) continue;
-    files.push({name: n, blob: await cachedOrFetch(modelId, base, n, {}, small)});
+    files.push({name: n, blob: await cachedOrFetch(net, base, n, {}, small)});
   }
   for (const r of shards) {
     if (typeof r.dataPath !== 'string' || r.dataPath.includes('/'))
       throw engineError('INVALID_MODEL_FOLDER', `${manifestName}: a record without a plain dataPath`, {file: manifestName, problem: 'bad_record'});
-    files.push({name: r.dataPath, blob: await cachedOrFetch(modelId, base, r.dataPath,
+    files.push({name: r.dataPath, blob: await cachedOrFetch(net, base, r.dataPath,
       {size: Number(r.nbytes), md5: typeof r.md5sum === 'string' ? r.md5sum : ''}, shardBytes)});
   }
   // Everything is in Cache Storage now: validated whole like a local folder, then registered (blobs not kept).
@@ -516,7 +552,7 @@ const ops = {
       const model = a.model || catalog.get(a.modelId) || (/^https?:\/\//.test(a.modelId) ? a.modelId : null);
       if (!model) throw engineError('UNKNOWN_MODEL', 'model ' + a.modelId + ' is not registered and not in the catalogue',
         {model: a.modelId, field: 'model'});
-      await fetchModel(a.modelId, model);
+      await fetchModel(a.modelId, model, a.options);
       rec = registered.get(a.modelId);
     }
     post({type: 'progress', model: a.modelId, stage: 'cache', fraction: 0.05});
@@ -572,7 +608,7 @@ const ops = {
     }
     return {models: catalog.size};
   },
-  fetch: (a) => fetchModel(a.modelId, a.model || catalog.get(a.modelId)),
+  fetch: (a) => fetchModel(a.modelId, a.model || catalog.get(a.modelId), a.options),
   batch: (a) => {
     const r = call('ewgpu_web_batch', ['string', 'number'], [JSON.stringify(a.body), a.request]);
     kick();

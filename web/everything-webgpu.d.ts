@@ -91,6 +91,8 @@ export interface RegisteredModel {
 }
 
 export interface LoadOptions {
+  /** For a model fetched first (an appConfig or prebuilt id, a base URL); see fetchModel. */
+  stall_timeout_s?: number;
   rows?: number;
   context?: number;
   decode_steps?: number;
@@ -284,8 +286,9 @@ export declare class ScheduledEngine {
   init(): Promise<{adapter: DeviceSummary; engine: Record<string, unknown>}>;
   registerModel(reg: ModelRegistration): Promise<RegisteredModel>;
   setAppConfig(appConfig: AppConfig): Promise<{models: number}>;
-  /** Fetches an appConfig / prebuilt id (or a base URL given as model) into Cache Storage without loading it. */
-  fetchModel(modelId: string, model?: string): Promise<RegisteredModel>;
+  /** Fetches an appConfig / prebuilt id (or a base URL given as model) into Cache Storage without loading it.
+   * stall_timeout_s (default 30): a transfer that brings no byte for this long is aborted and resumed. */
+  fetchModel(modelId: string, model?: string, options?: {stall_timeout_s?: number}): Promise<RegisteredModel>;
   /** A registered id, an appConfig or prebuilt id, or a base URL (http(s)://…/). */
   load(modelId: string, options?: LoadOptions): Promise<Record<string, unknown>>;
   reload(modelId: string, options?: LoadOptions): Promise<Record<string, unknown>>;

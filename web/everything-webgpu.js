@@ -153,7 +153,8 @@ export class ScheduledEngine {
   }
 
   // Fetches a model (an appConfig id, or a base URL given as model) into Cache Storage without loading it.
-  fetchModel(modelId, model) { return this._call('fetch', {modelId, model}); }
+  // options: {stall_timeout_s} (default 30: a transfer that brings no byte for this long is resumed).
+  fetchModel(modelId, model, options) { return this._call('fetch', {modelId, model, options}); }
 
   // modelId: a registered folder, an appConfig.model_list id, or a base URL (http(s)://.../).
   async load(modelId, options) {

@@ -295,7 +295,7 @@ try {
       shardBytes: fs.statSync(path.join(fixture, 'params_shard_0.bin')).size});
     console.log(`resume: ${Date.now() - tResume} ms`);
   } finally {
-    flaky.server.close();
+    flaky.close();
   }
   await page.evaluate(() => window.demo.engine.use('qwen3-tiny'));
 

@@ -1,7 +1,8 @@
 // Resumable, verified shards (browser_test.mjs calls this): the fixture served from a second loopback origin
 // (harness.mjs serveFlaky) whose first response for the shard breaks after half of it. The load must complete from
 // a `Range: bytes=N-` request (206), or from a whole refetch where the server ignores Range (200), with fetch
-// progress counting every byte once, and the greedy text equal to the unbroken load's; a shard whose md5 does not
+// progress counting every byte once, and the greedy text equal to the unbroken load's; a transfer that stalls (the
+// socket kept open, silent) is aborted after stall_timeout_s and resumed the same way; a shard whose md5 does not
 // match is rejected with NETWORK_ERROR md5_mismatch and nothing of it is kept in Cache Storage.
 //   await checkResume(page, check, {flaky, prompt, nativeText, tokens, shardBytes})
 export async function checkResume(page, check, {flaky, prompt, nativeText, tokens, shardBytes}) {
@@ -41,6 +42,24 @@ export async function checkResume(page, check, {flaky, prompt, nativeText, token
     'a server that ignores Range (200): the shard is fetched again whole, same text, progress still right',
     {log: nl, text: n.text, progress: n.progress});
 
+  const st = await page.evaluate(async ({base}) => {
+    const e = window.demo.engine;
+    let badOption = null;
+    try { await e.fetchModel(base, base, {stall_timeout_s: 0}); } catch (x) { badOption = {code: x.code, field: x.detail.field}; }
+    const t = performance.now();
+    const rec = await e.fetchModel(base, base, {stall_timeout_s: 1});
+    const ms = performance.now() - t;
+    const model = (await (await caches.open('webllm/model')).keys()).map((r) => r.url).filter((u) => u.startsWith(base));
+    await e.deleteModel(base);
+    return {ms, cache: rec.cache, model, badOption};
+  }, {base: flaky.base + 'stall/'});
+  const sl = shardLog('stall');
+  check(sl.length === 2 && sl[0].cut && /^bytes=\d+-$/.test(sl[1].range || '') && sl[1].status === 206 && st.ms >= 1000 &&
+    st.cache === 'cached' && st.model.some((u) => u.endsWith('params_shard_0.bin')),
+  'a stalled transfer is aborted after stall_timeout_s (1 s) and resumed with Range', {log: sl, ms: st.ms, cache: st.cache});
+  check(st.badOption && st.badOption.code === 'BAD_REQUEST' && st.badOption.field === 'stall_timeout_s',
+    'stall_timeout_s 0 is BAD_REQUEST', st.badOption);
+
   const bad = await page.evaluate(async ({base}) => {
     const e = window.demo.engine;
     let err = null;
@@ -56,5 +75,5 @@ export async function checkResume(page, check, {flaky, prompt, nativeText, token
     !bad.model.some((u) => u.includes('params_shard')) && shardLog('corrupt').length === 2,
   'a resumed shard whose md5 does not match is NETWORK_ERROR md5_mismatch and is not kept in Cache Storage',
   {err: bad.err, kept: bad.model, log: shardLog('corrupt')});
-  return {range: r, norange: n, corrupt: bad};
+  return {range: r, norange: n, stall: st, corrupt: bad};
 }
