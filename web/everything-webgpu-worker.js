@@ -271,7 +271,10 @@ function resolveBase(model) {
   return /^https:\/\/huggingface\.co\/[^/]+\/[^/]+\/$/.test(b) ? b + 'resolve/main/' : b;
 }
 
-async function cachedOrFetch(modelId, base, name, expect, onBytes) {
+// A file from Cache Storage, or else from the network into Cache Storage (fetchToCache). A cached entry of the
+// wrong size is fetched again. onBytes(n): n more bytes of this file are in hand.
+async function cachedOrFetch(net, base, name, expect, onBytes) {
+  const modelId = net.modelId;
   const cache = await caches.open(scopeOf(name));
   const key = keyOf(base, name);
   const hit = await cache.match(key);
@@ -280,46 +283,198 @@ async function cachedOrFetch(modelId, base, name, expect, onBytes) {
     if (expect.size === undefined || blob.size === expect.size) { onBytes(blob.size); return blob; }
     await cache.delete(key);  // a short or stale entry: fetched again
   }
+  await fetchToCache(net, cache, key, expect, onBytes);
+  const put = await cache.match(key);
+  if (!put) throw engineError('CACHE_INCOMPLETE', `${key}: not in Cache Storage after it was put`, {url: key, model: modelId});
+  return put.blob();  // backed by the cache entry, not by a copy in memory
+}
+
+// One GET of key from byte `from` on (a Range request when from > 0). Resolves to {resp, skip}: skip bytes of the
+// body are ones already received (a server that ignores Range answers 200 with the whole file; it is read again
+// from its start and the first `from` bytes dropped). HTTP errors are NETWORK_ERROR with reason http_status.
+async function openRange(modelId, key, from, signal) {
   let resp;
   try {
-    resp = await fetch(key, {cache: 'no-store'});
+    const init = {cache: 'no-store', signal};
+    if (from > 0) init.headers = {Range: `bytes=${from}-`};
+    resp = await fetch(key, init);
   } catch (e) {
     throw engineError('NETWORK_ERROR', `${key}: ${e && e.message || e}`, {url: key, reason: 'transfer', model: modelId});
   }
-  if (!resp.ok) throw engineError('NETWORK_ERROR', `${key}: HTTP ${resp.status}`, {url: key, http_status: resp.status, reason: 'http_status', model: modelId});
-  const blob = await resp.blob();
-  onBytes(blob.size);
-  if (expect.size !== undefined && blob.size !== expect.size)
-    throw engineError('NETWORK_ERROR', `${key}: ${blob.size} bytes, the manifest says ${expect.size}`,
-      {url: key, reason: 'short_body', expected: expect.size, actual: blob.size, model: modelId});
-  if (expect.md5) {
-    const actual = md5Blob(blob);
-    if (actual !== expect.md5) throw engineError('NETWORK_ERROR', `${key}: md5 mismatch`,
-      {url: key, reason: 'md5_mismatch', md5_expected: expect.md5, md5_actual: actual, model: modelId});
+  if (from > 0 && resp.status === 206) {
+    // Content-Range is readable same-origin or when exposed; a 206 to a single `bytes=N-` range starts at N.
+    const m = /^bytes (\d+)-/.exec(resp.headers.get('Content-Range') || '');
+    if (!m || Number(m[1]) === from) return {resp, skip: 0};
+    await resp.body.cancel();
+    return openRange(modelId, key, 0, signal).then((r) => Object.assign(r, {skip: from}));
   }
-  await cache.put(new Request(key), new Response(blob));
-  return blob;
+  if (!resp.ok) {
+    throw engineError('NETWORK_ERROR', `${key}: HTTP ${resp.status}`,
+      {url: key, http_status: resp.status, reason: 'http_status', retryable: RETRY_STATUS(resp.status), model: modelId});
+  }
+  return {resp, skip: from};
 }
 
-// The wasm module's streaming MD5 (base/md5.h), fed 4 MiB slices read synchronously (FileReaderSync).
-function md5Blob(blob) {
-  const reader = new FileReaderSync();
-  const h = core._ewgpu_web_md5_new();
-  const chunk = 4 << 20;
-  const p = core._malloc(chunk);
-  try {
-    for (let off = 0; off < blob.size; off += chunk) {
-      const u = new Uint8Array(reader.readAsArrayBuffer(blob.slice(off, off + chunk)));
-      core.HEAPU8.set(u, p);
-      core._ewgpu_web_md5_update(h, p, u.length);
-    }
-  } finally {
-    core._free(p);
+// A file's bytes from the network in order, resuming where a transfer breaks (an error mid-body, a body that
+// ends short of the expected size, or no byte for stallMs: that request is aborted) with `Range: bytes=N-` from
+// the bytes handed out so far, at most RESUMES times. next() resolves to the next bytes, or null once the body
+// ended complete; it throws NETWORK_ERROR otherwise (reason transfer, stalled or short_body).
+const RESUMES = 4;
+const RETRY_STATUS = (s) => s === 408 || s === 425 || s === 429 || s >= 500;  // as the native store
+class ResumingBody {
+  // net: {modelId, stallMs}. Resolves once the first request has its headers (an HTTP error throws).
+  static async open(net, key, size) {
+    const body = new ResumingBody(net, key, size);
+    body.take(await openRange(net.modelId, key, 0, body.abort.signal));
+    return body;
   }
-  const s = core._ewgpu_web_md5_final(h);
-  const hex = core.UTF8ToString(s);
-  core._ewgpu_web_free(s);
-  return hex;
+  constructor(net, key, size) {
+    this.modelId = net.modelId;
+    this.stallMs = net.stallMs;
+    this.key = key;
+    this.size = size;  // undefined: not known (no manifest size); then only an error mid-body resumes
+    this.received = 0;
+    this.resumes = 0;
+    this.abort = new AbortController();
+  }
+  take(opened) {
+    this.reader = opened.resp.body.getReader();
+    this.skip = opened.skip;
+  }
+  // One read, or a rejection {stalled: true} (the request aborted) when no byte comes for stallMs.
+  read() {
+    let timer = 0;
+    const stall = new Promise((_, reject) => {
+      timer = setTimeout(() => { this.abort.abort(); reject({stalled: true}); }, this.stallMs);
+    });
+    return Promise.race([this.reader.read(), stall]).finally(() => clearTimeout(timer));
+  }
+  async next() {
+    for (;;) {
+      let r = null, broke = null;
+      try {
+        r = await this.read();
+      } catch (e) {
+        broke = e;
+      }
+      if (r && !r.done) {
+        let bytes = r.value;
+        if (this.skip > 0) {  // received before a 200 restart: dropped
+          const drop = Math.min(this.skip, bytes.byteLength);
+          this.skip -= drop;
+          bytes = bytes.subarray(drop);
+          if (!bytes.byteLength) continue;
+        }
+        this.received += bytes.byteLength;
+        if (this.size !== undefined && this.received > this.size) throw this.short();
+        return bytes;
+      }
+      if (r && this.skip === 0 && (this.size === undefined || this.received === this.size)) return null;
+      await this.resume(broke);
+    }
+  }
+  // Opens the rest of the body; a resume request that cannot connect or gets a retryable status (408, 425, 429,
+  // 5xx) is tried again after a pause, within the same budget.
+  async resume(broke) {
+    for (;;) {
+      if (++this.resumes > RESUMES) {
+        if (!broke) throw this.short();
+        if (broke.stalled) {
+          throw engineError('NETWORK_ERROR', `${this.key}: no data for ${this.stallMs / 1000} s`,
+            {url: this.key, reason: 'stalled', received: this.received, model: this.modelId});
+        }
+        if (broke.code) throw broke;
+        throw engineError('NETWORK_ERROR', `${this.key}: ${broke && broke.message || broke}`,
+          {url: this.key, reason: 'transfer', received: this.received, model: this.modelId});
+      }
+      this.abort = new AbortController();
+      try {
+        const o = await openRange(this.modelId, this.key, this.received, this.abort.signal);
+        post({type: 'log', level: 'info', text: `${this.key}: resuming at byte ${this.received} (HTTP ${o.resp.status})`});
+        this.take(o);
+        return;
+      } catch (e) {
+        if (!(e.detail && (e.detail.reason === 'transfer' || e.detail.retryable))) throw e;
+        broke = e;
+        await new Promise((r) => setTimeout(r, 250 * this.resumes));
+      }
+    }
+  }
+  short() {
+    return engineError('NETWORK_ERROR', `${this.key}: ${this.received} bytes, the manifest says ${this.size}`,
+      {url: this.key, reason: 'short_body', expected: this.size, actual: this.received, model: this.modelId});
+  }
+  cancel() { return this.reader.cancel(); }
+}
+
+// The body of key streamed into Cache Storage: cache.put reads a ReadableStream that pulls from the network
+// (ResumingBody), counts and hashes (MD5, the core's) on the way, so no Blob of the whole file is ever held. After
+// the last byte the md5 is checked; a mismatch (or a transfer that could not be completed) errors the stream, so
+// cache.put rejects and Cache Storage never holds a short or corrupt file (NETWORK_ERROR with reason transfer,
+// short_body or md5_mismatch, as the native store).
+async function fetchToCache(net, cache, key, expect, onBytes) {
+  const modelId = net.modelId;
+  // An HTTP error (a 404 manifest) is thrown here, before anything is put.
+  const body = await ResumingBody.open(net, key, expect.size);
+  let md5 = expect.md5 ? new Md5() : null, failure = null;
+  const stream = new ReadableStream({
+    async pull(controller) {
+      try {
+        const bytes = await body.next();
+        if (bytes) {
+          if (md5) md5.update(bytes);
+          onBytes(bytes.byteLength);
+          controller.enqueue(bytes);
+          return;
+        }
+        const actual = md5 ? md5.hex() : '';
+        md5 = null;
+        if (expect.md5 && actual !== expect.md5) {
+          throw engineError('NETWORK_ERROR', `${key}: md5 mismatch`,
+            {url: key, reason: 'md5_mismatch', md5_expected: expect.md5, md5_actual: actual, model: modelId});
+        }
+        controller.close();
+      } catch (e) {
+        failure = e;
+        if (md5) { md5.discard(); md5 = null; }
+        controller.error(e);
+      }
+    },
+    cancel() {
+      if (md5) { md5.discard(); md5 = null; }
+      return body.cancel();
+    },
+  });
+  try {
+    await cache.put(new Request(key), new Response(stream));
+  } catch (e) {
+    await cache.delete(key);  // nothing of a failed put is kept
+    throw failure || engineError('NETWORK_ERROR', `${key}: ${e && e.message || e}`, {url: key, reason: 'transfer', model: modelId});
+  }
+}
+
+// The wasm module's streaming MD5 (base/md5.h), fed through one heap buffer of MD5_SLICE bytes.
+const MD5_SLICE = 1 << 20;
+class Md5 {
+  constructor() {
+    this.h = core._ewgpu_web_md5_new();
+    this.p = core._malloc(MD5_SLICE);
+  }
+  update(bytes) {
+    for (let off = 0; off < bytes.byteLength; off += MD5_SLICE) {
+      const part = bytes.subarray(off, off + MD5_SLICE);
+      core.HEAPU8.set(part, this.p);
+      core._ewgpu_web_md5_update(this.h, this.p, part.byteLength);
+    }
+  }
+  hex() {
+    core._free(this.p);
+    const s = core._ewgpu_web_md5_final(this.h);
+    const hex = core.UTF8ToString(s);
+    core._ewgpu_web_free(s);
+    return hex;
+  }
+  discard() { this.hex(); }
 }
 
 async function jsonOf(blob, name, modelId) {
@@ -330,29 +485,42 @@ async function jsonOf(blob, name, modelId) {
   }
 }
 
-async function fetchModel(modelId, model) {
+const PROGRESS_STEP = 1 << 20;
+const STALL_TIMEOUT_S = 30;  // as the native store's stall_timeout_s
+// options: {stall_timeout_s} (a read that brings no byte for this long aborts that request, which then resumes).
+async function fetchModel(modelId, model, options) {
   if (typeof modelId !== 'string' || !modelId || typeof model !== 'string' || !/^https?:\/\//.test(model))
     throw engineError('UNKNOWN_MODEL', `model ${modelId}: no base URL (registerModel, appConfig.model_list or a URL)`,
       {model: modelId, field: 'model'});
   if (!hasCaches()) throw engineError('UNSUPPORTED', 'Cache Storage is not available here', {model: modelId});
+  const stall = options && options.stall_timeout_s !== undefined ? options.stall_timeout_s : STALL_TIMEOUT_S;
+  if (typeof stall !== 'number' || !(stall > 0) || !Number.isFinite(stall))
+    throw engineError('BAD_REQUEST', 'stall_timeout_s: a number of seconds above 0', {field: 'stall_timeout_s', value: stall});
+  const net = {modelId, stallMs: stall * 1000};
   const base = resolveBase(model);
   let loaded = 0, total = 0;
-  // loaded / total: shard bytes (the configs and tokenizer are small and come first).
-  const progress = () => post({type: 'progress', model: modelId, stage: 'fetch', loaded, total,
-    fraction: total ? 0.05 + 0.9 * Math.min(1, loaded / total) : 0.05});
+  // loaded / total: shard bytes (the configs and tokenizer are small and come first), counted as they arrive (a
+  // resumed transfer counts each byte once); posted every PROGRESS_STEP bytes and at the end.
+  let posted = -1;
+  const progress = () => {
+    if (posted >= 0 && loaded - posted < PROGRESS_STEP && !(loaded === total && posted !== loaded)) return;
+    posted = loaded;
+    post({type: 'progress', model: modelId, stage: 'fetch', loaded, total,
+      fraction: total ? 0.05 + 0.9 * Math.min(1, loaded / total) : 0.05});
+  };
   const small = () => progress();
   const shardBytes = (n) => { loaded += n; progress(); };
   const files = [];
-  const cfgBlob = await cachedOrFetch(modelId, base, 'mlc-chat-config.json', {}, small);
+  const cfgBlob = await cachedOrFetch(net, base, 'mlc-chat-config.json', {}, small);
   files.push({name: 'mlc-chat-config.json', blob: cfgBlob});
   const cfg = await jsonOf(cfgBlob, 'mlc-chat-config.json', modelId);
   let manifestName = 'tensor-cache.json', manBlob;
   try {
-    manBlob = await cachedOrFetch(modelId, base, manifestName, {}, small);
+    manBlob = await cachedOrFetch(net, base, manifestName, {}, small);
   } catch (e) {
     if (!(e.detail && e.detail.http_status === 404)) throw e;
     manifestName = 'ndarray-cache.json';
-    manBlob = await cachedOrFetch(modelId, base, manifestName, {}, small);
+    manBlob = await cachedOrFetch(net, base, manifestName, {}, small);
   }
   files.push({name: manifestName, blob: manBlob});
   const man = await jsonOf(manBlob, manifestName, modelId);
@@ -361,12 +529,12 @@ async function fetchModel(modelId, model) {
   const tokFiles = Array.isArray(cfg.tokenizer_files) && cfg.tokenizer_files.length ? cfg.tokenizer_files : ['tokenizer.json'];
   for (const n of tokFiles) {
     if (typeof n !== 'string' || n.includes('/')) continue;
-    files.push({name: n, blob: await cachedOrFetch(modelId, base, n, {}, small)});
+    files.push({name: n, blob: await cachedOrFetch(net, base, n, {}, small)});
   }
   for (const r of shards) {
     if (typeof r.dataPath !== 'string' || r.dataPath.includes('/'))
       throw engineError('INVALID_MODEL_FOLDER', `${manifestName}: a record without a plain dataPath`, {file: manifestName, problem: 'bad_record'});
-    files.push({name: r.dataPath, blob: await cachedOrFetch(modelId, base, r.dataPath,
+    files.push({name: r.dataPath, blob: await cachedOrFetch(net, base, r.dataPath,
       {size: Number(r.nbytes), md5: typeof r.md5sum === 'string' ? r.md5sum : ''}, shardBytes)});
   }
   // Everything is in Cache Storage now: validated whole like a local folder, then registered (blobs not kept).
@@ -384,7 +552,7 @@ const ops = {
       const model = a.model || catalog.get(a.modelId) || (/^https?:\/\//.test(a.modelId) ? a.modelId : null);
       if (!model) throw engineError('UNKNOWN_MODEL', 'model ' + a.modelId + ' is not registered and not in the catalogue',
         {model: a.modelId, field: 'model'});
-      await fetchModel(a.modelId, model);
+      await fetchModel(a.modelId, model, a.options);
       rec = registered.get(a.modelId);
     }
     post({type: 'progress', model: a.modelId, stage: 'cache', fraction: 0.05});
@@ -440,7 +608,7 @@ const ops = {
     }
     return {models: catalog.size};
   },
-  fetch: (a) => fetchModel(a.modelId, a.model || catalog.get(a.modelId)),
+  fetch: (a) => fetchModel(a.modelId, a.model || catalog.get(a.modelId), a.options),
   batch: (a) => {
     const r = call('ewgpu_web_batch', ['string', 'number'], [JSON.stringify(a.body), a.request]);
     kick();

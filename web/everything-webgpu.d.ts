@@ -91,6 +91,8 @@ export interface RegisteredModel {
 }
 
 export interface LoadOptions {
+  /** For a model fetched first (an appConfig or prebuilt id, a base URL); see fetchModel. */
+  stall_timeout_s?: number;
   rows?: number;
   context?: number;
   decode_steps?: number;
@@ -180,8 +182,81 @@ export interface ChunkStream extends AsyncIterableIterator<ChatCompletionChunk> 
   readonly id: string;
   /** The whole response once the stream ended. */
   readonly response: ChatCompletion | null;
+  /** Resolves to the whole response when the job ends (whether or not anyone iterates); rejects with an EngineError. */
+  readonly finished: Promise<ChatCompletion>;
   /** Ends the job now: the stream ends after its last chunk, finish_reason "abort". */
   cancel(): Promise<{cancelled: number}>;
+}
+
+/** A recipe's input: a string (one user message), a list of messages, or a request ({messages} or {prompt}) whose
+ * own fields win over the options. */
+export type RecipeInput = string | ChatMessage[] | ChatCompletionRequest | CompletionRequest;
+
+/** Request fields a recipe passes on (its defaults, then these, then a request input's own fields). */
+export type RecipeFields = Partial<CompletionFields>;
+
+/** What a recipe resolves to. */
+export interface RecipeResult {
+  text: string;
+  /** stop | length | abort (a superseded, cancelled or preempted job) */
+  finish_reason: string | null;
+  /** completed | superseded | cancelled | preempted | failed: why the job ended */
+  outcome: string | null;
+  /** The job was preempted by an interactive request (only one that opted in); text is what it had. Never requeued. */
+  preempted: boolean;
+  usage?: {prompt_tokens: number; completion_tokens: number; total_tokens: number;
+    prompt_tokens_details?: {cached_tokens: number}};
+  /** The input's position (0 for a single input). */
+  index: number;
+  /** Unix milliseconds when the job got its decode row and when it ended. */
+  startedAt?: number;
+  finishedAt?: number;
+  job?: number;
+  /** A batch's task (ask on an array). */
+  task?: string;
+  /** A failed batch item. */
+  error?: EngineError;
+  /** The OpenAI response as it came. */
+  response?: ChatCompletion;
+}
+
+/** A streamed reply: iterate for the text deltas (leaving the loop early cancels), await result for the end. */
+export declare class TextStream implements AsyncIterable<string> {
+  /** The job number once the worker has taken the request (0 before). */
+  readonly job: number;
+  /** Resolves when the job ends, whether or not anyone iterates; rejects with an EngineError. */
+  readonly result: Promise<RecipeResult>;
+  [Symbol.asyncIterator](): AsyncIterator<string>;
+  cancel(): Promise<{cancelled: number}>;
+}
+
+export interface AskOptions extends RecipeFields {
+  /** Background priority and preemptible (the reformat shape). */
+  background?: boolean;
+  /** Each piece of text as it is generated (a single input only). */
+  onDelta?: (text: string) => void;
+  /** Each item's result as it lands (an array input). */
+  onItem?: (result: RecipeResult) => void;
+}
+
+export interface ConversationOptions extends RecipeFields {
+  /** The system message: the conversation's shared prefix (kept by the engine's prefix reuse). */
+  system?: string;
+  /** A history to start from. */
+  messages?: ChatMessage[];
+  /** The session key of every turn (default "conversation-<n>", unique in the page). */
+  session?: string;
+}
+
+export declare class Conversation {
+  readonly session: string;
+  /** The system message and the completed turns (a copy). */
+  readonly messages: ChatMessage[];
+  /** Streams the reply to a user message; a completed turn (stop or length) is appended to the history. A send
+   * while a reply is in flight supersedes it; a superseded, cancelled or preempted turn leaves no trace. */
+  send(input: string | ChatMessage, opts?: RecipeFields): TextStream;
+  /** Ends a reply in flight and clears the history (the system message stays). */
+  reset(): Promise<{cancelled: number}>;
 }
 
 export interface DeviceSummary {
@@ -211,8 +286,9 @@ export declare class ScheduledEngine {
   init(): Promise<{adapter: DeviceSummary; engine: Record<string, unknown>}>;
   registerModel(reg: ModelRegistration): Promise<RegisteredModel>;
   setAppConfig(appConfig: AppConfig): Promise<{models: number}>;
-  /** Fetches an appConfig / prebuilt id (or a base URL given as model) into Cache Storage without loading it. */
-  fetchModel(modelId: string, model?: string): Promise<RegisteredModel>;
+  /** Fetches an appConfig / prebuilt id (or a base URL given as model) into Cache Storage without loading it.
+   * stall_timeout_s (default 30): a transfer that brings no byte for this long is aborted and resumed. */
+  fetchModel(modelId: string, model?: string, options?: {stall_timeout_s?: number}): Promise<RegisteredModel>;
   /** A registered id, an appConfig or prebuilt id, or a base URL (http(s)://…/). */
   load(modelId: string, options?: LoadOptions): Promise<Record<string, unknown>>;
   reload(modelId: string, options?: LoadOptions): Promise<Record<string, unknown>>;
@@ -222,6 +298,15 @@ export declare class ScheduledEngine {
   interruptGenerate(): Promise<void>;
   batch(requests: BatchItem[] | {requests: BatchItem[]; task?: string; model?: string},
     onItem?: (result: ChatCompletion & {index: number}) => void): Promise<BatchResult>;
+  /** Ghost text: interactive priority, session "ghost-text" (each call supersedes the previous one in flight),
+   * max_tokens 24, streamed. The superseded call's result has finish_reason "abort", outcome "superseded". */
+  ghostText(input: RecipeInput, opts?: RecipeFields): TextStream;
+  /** One request at normal priority (opts.background: background + preemptible). */
+  ask(input: RecipeInput, opts?: AskOptions): Promise<RecipeResult>;
+  /** An array of inputs: one batch, one task (opts.task names it); results in the inputs' order. */
+  ask(inputs: RecipeInput[], opts?: AskOptions): Promise<RecipeResult[]>;
+  /** A chat whose history is kept under one session key. */
+  conversation(opts?: ConversationOptions): Conversation;
   configure(config: EngineConfig): Promise<{decode_steps: number; rows: number; task_share: number}>;
   listModels(): Promise<RegisteredModel[]>;
   listAvailableModels(): Promise<AvailableModel[]>;

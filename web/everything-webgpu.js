@@ -4,20 +4,10 @@
 // the OpenAI response otherwise. Errors are EngineError {code, detail} with the native engine's codes.
 // docs/web.md and README.md show its use; everything-webgpu.d.ts declares it.
 
-export class EngineError extends Error {
-  constructor(code, message, detail) {
-    super(message || code);
-    this.name = 'EngineError';
-    this.code = code;
-    this.detail = detail || {};
-  }
-}
+import {EngineError, toError} from './everything-webgpu-errors.js';
+import {Conversation, TextStream, ask, ghostText} from './everything-webgpu-recipes.js';
 
-function toError(e) {
-  if (e instanceof EngineError) return e;
-  if (e && e.code) return new EngineError(e.code, e.message, e.detail);
-  return new EngineError('INTERNAL', String(e && e.message || e));
-}
+export {Conversation, EngineError, TextStream};
 
 // A stream of chunks: an async iterator fed by worker messages, ended by the result (or an error).
 class ChunkStream {
@@ -31,6 +21,9 @@ class ChunkStream {
     this.job = 0;
     this.id = '';
     this.response = null;
+    // The whole response once the job ended (rejects with its EngineError), whether or not anyone iterates.
+    this.finished = new Promise((resolve, reject) => { this._finish = {resolve, reject}; });
+    this.finished.catch(() => {});  // observed through the iterator instead: not an unhandled rejection
   }
   _push(chunk) {
     const w = this._waiters.shift();
@@ -42,6 +35,7 @@ class ChunkStream {
     for (const w of this._waiters.splice(0)) {
       if (error) w.reject(error); else w.resolve({value: undefined, done: true});
     }
+    if (error) this._finish.reject(error); else this._finish.resolve(this.response);
   }
   next() {
     if (this._queue.length) return Promise.resolve({value: this._queue.shift(), done: false});
@@ -159,7 +153,8 @@ export class ScheduledEngine {
   }
 
   // Fetches a model (an appConfig id, or a base URL given as model) into Cache Storage without loading it.
-  fetchModel(modelId, model) { return this._call('fetch', {modelId, model}); }
+  // options: {stall_timeout_s} (default 30: a transfer that brings no byte for this long is resumed).
+  fetchModel(modelId, model, options) { return this._call('fetch', {modelId, model, options}); }
 
   // modelId: a registered folder, an appConfig.model_list id, or a base URL (http(s)://.../).
   async load(modelId, options) {
@@ -234,6 +229,15 @@ export class ScheduledEngine {
     }
     return {task: r.task, results: await Promise.all(done)};
   }
+
+  // The seed's recipes (everything-webgpu-recipes.js): the three shapes of work as one call each, scheduling
+  // fields and defaults only, on the caller's own messages.
+  // Ghost text: interactive, session "ghost-text" (each call supersedes the last), max_tokens 24; a TextStream.
+  ghostText(input, opts) { return ghostText(this, input, opts); }
+  // One request (normal priority; opts.background: background + preemptible), or an array: one batch, one task.
+  ask(input, opts) { return ask(this, input, opts); }
+  // A chat that keeps its history under one session key: send(text) streams the reply and appends the turn.
+  conversation(opts) { return new Conversation(this, opts); }
 
   // Retunes the live engine, no reload: {decodeSteps?, rows?, taskShare?} (snake_case too).
   configure(config) { return this._call('configure', {config}); }

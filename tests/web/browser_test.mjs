@@ -12,6 +12,8 @@
 //  11. `ewgpu serve --web build/web` serves the bundle: a second page from it starts the engine;
 //  10. model sources: the fixture's base URL (this loopback server) as a WebLLM appConfig.model_list entry and as a
 //      plain URL, fetched into Cache Storage with progress, under WebLLM's keys, the second load fetching nothing;
+//  12. the recipes ghostText / ask / conversation (recipe_checks.mjs);
+//  13. resumable, verified shards: a transfer cut after half a shard resumes with Range (resume_checks.mjs);
 // and writes screenshots of the demo page (after load, after a streamed answer) to --out.
 // Exit status 0 = pass, 1 = fail, 77 = skipped (chromium or the web bundle missing; CTest's SKIP_RETURN_CODE).
 //   node tests/web/browser_test.mjs --web build/web --ewgpu build/ewgpu --fixture tests/fixtures/qwen3_tiny/q4f16_1
@@ -19,7 +21,9 @@ import {spawn, spawnSync} from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import {createRequire} from 'node:module';
-import {openBrowser, serve} from './harness.mjs';
+import {openBrowser, serve, serveFlaky} from './harness.mjs';
+import {checkRecipes} from './recipe_checks.mjs';
+import {checkResume} from './resume_checks.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
   if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1]]);
@@ -194,6 +198,12 @@ try {
   check(more.fit && more.fit.ok === true && typeof more.fitPrebuilt.ok === 'boolean' && more.fitUnknown === 'UNKNOWN_MODEL' &&
     more.rec.length > 0 && more.rec.length <= 3, 'canRun (registered, prebuilt, unknown) and recommendModels', more);
 
+  // 12. the seed's recipes: ghostText, ask (one input, an array as one batch, background + preemptible),
+  // conversation.
+  const tRecipes = Date.now();
+  await checkRecipes(page, check, {prompt: PROMPT, nativeText, tokens: TOKENS});
+  console.log(`recipes: ${Date.now() - tRecipes} ms`);
+
   // 5. an invalid folder: the shard missing.
   const bad = await page.evaluate(async ({names}) => {
     const files = [];
@@ -276,6 +286,17 @@ try {
   check(byUrl.text === nativeText && shardHits === 1 && shardHitsAll === 1,
     'a base URL loads too, the cached shard reused (fetched once in all)', {text: byUrl.text, shard_fetches: shardHitsAll});
   check(byUrl.left.length === 0, 'deleteModel removes the fetched files from Cache Storage', byUrl.left);
+
+  // 13. resumable, verified shards: the fixture from a second loopback origin that cuts the shard's first transfer.
+  const flaky = await serveFlaky(fixture);
+  try {
+    const tResume = Date.now();
+    await checkResume(page, check, {flaky, prompt: PROMPT, nativeText, tokens: TOKENS,
+      shardBytes: fs.statSync(path.join(fixture, 'params_shard_0.bin')).size});
+    console.log(`resume: ${Date.now() - tResume} ms`);
+  } finally {
+    flaky.close();
+  }
   await page.evaluate(() => window.demo.engine.use('qwen3-tiny'));
 
   // The demo page after a streamed answer (its own Send button).

@@ -41,3 +41,65 @@ export async function openBrowser(pw, chromium, profile) {
     : await pw.chromium.launchPersistentContext(path.resolve(profile), launch);
   return {context, close: async () => { await context.close(); if (plain) await plain.close(); }};
 }
+
+// A second "remote" origin for the resume checks: serves the folder's files at /<mode>/<name> on loopback (port 0,
+// CORS open, Content-Range exposed). Each mode's first request for a shard (params_shard_*) breaks: the headers
+// promise the whole file, half of it is sent, then the socket is destroyed (in mode stall: kept open, silent).
+// After that:
+//   range, stall: a `Range: bytes=N-` request gets 206 with the rest;
+//   norange:      Range is ignored, 200 with the whole file;
+//   corrupt:      200 with the whole file, one byte flipped (its md5 no longer matches the manifest).
+// Resolves to {server, base, log, close}: log lists every request as {mode, name, range, status, cut}.
+export async function serveFlaky(folder) {
+  const log = [];
+  const cut = new Set();
+  const held = [];
+  const server = http.createServer((req, res) => {
+    const [, mode, name] = new URL(req.url, 'http://x').pathname.split('/');
+    const entry = {mode, name, range: req.headers.range || null, status: 0, cut: false};
+    log.push(entry);
+    const headers = {'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': 'Content-Range, Content-Length',
+      'Cache-Control': 'no-store', 'Content-Type': 'application/octet-stream'};
+    const send = (status, body, extra) => {
+      entry.status = status;
+      res.writeHead(status, {...headers, ...extra, 'Content-Length': body.length});
+      res.end(body);
+    };
+    if (req.method === 'OPTIONS') {
+      entry.status = 204;
+      res.writeHead(204, {...headers, 'Access-Control-Allow-Headers': 'Range'});
+      res.end();
+      return;
+    }
+    if (!['range', 'stall', 'norange', 'corrupt'].includes(mode) || !name || name.includes('..')) { send(404, Buffer.alloc(0)); return; }
+    let data;
+    try { data = fs.readFileSync(path.join(folder, name)); } catch (e) { send(404, Buffer.alloc(0)); return; }
+    if (/^params_shard_/.test(name) && !cut.has(mode)) {
+      cut.add(mode);
+      entry.status = 200;
+      entry.cut = true;
+      res.writeHead(200, {...headers, 'Content-Length': data.length});
+      res.write(data.subarray(0, data.length >> 1));
+      if (mode === 'stall') held.push(res.socket);
+      else setTimeout(() => res.socket.destroy(), 300);  // the half has reached the browser by then
+      return;
+    }
+    if (mode === 'corrupt' && /^params_shard_/.test(name)) {
+      data = Buffer.from(data);
+      data[data.length >> 1] ^= 0xff;
+    }
+    const m = (mode === 'range' || mode === 'stall') && /^bytes=(\d+)-$/.exec(req.headers.range || '');
+    if (m && Number(m[1]) < data.length) {
+      const from = Number(m[1]);
+      send(206, data.subarray(from), {'Content-Range': `bytes ${from}-${data.length - 1}/${data.length}`});
+      return;
+    }
+    send(200, data);
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  const close = () => {
+    for (const s of held) s.destroy();
+    server.close();
+  };
+  return {server, log, close, base: `http://127.0.0.1:${server.address().port}/`};
+}
