@@ -569,9 +569,11 @@ double processCpuMs() {
 }
 }  // namespace
 
-Result<const Kernel*> Context::kernel(std::string_view name, const Constants& constants) {
+Result<const Kernel*> Context::kernel(std::string_view name, const Constants& constants,
+                                      const std::vector<std::string>& extra_defines) {
   std::string desc;  // "N=3072 K=2048 ...": the cache key's tail and the kernel's description
   for (const auto& [k, v] : constants) desc += (desc.empty() ? "" : " ") + k + "=" + std::to_string(v);
+  for (const auto& d : extra_defines) desc += (desc.empty() ? "#" : " #") + d;
   const std::string key = std::string(name) + "|" + desc;
   auto it = kernels_.find(key);
   if (it != kernels_.end()) {
@@ -583,7 +585,7 @@ Result<const Kernel*> Context::kernel(std::string_view name, const Constants& co
   std::string_view src = embeddedWgsl(name);
   if (src.empty())
     return makeError(ErrorCode::kInternal, "no embedded kernel '" + std::string(name) + "'", {{"kernel", name}});
-  std::vector<std::string> defines;
+  std::vector<std::string> defines = extra_defines;
   if (info_.subgroups) defines.push_back("SUBGROUPS");
   // EWGPU_COMPILE_LOG=1: every pipeline built synchronously and its wall and process CPU time printed to stderr
   // (the per-pipeline start-up table of docs/default-model.md).

@@ -142,8 +142,11 @@ class Context {
   void write(const Buffer& dst, uint64_t offset, const void* data, size_t size);
 
   // A kernel from the embedded src/kernels/<name>.wgsl, specialised by override constants, cached by
-  // (name, constants). GPU_ERROR carrying the compiler's message when the WGSL or pipeline is invalid.
-  Result<const Kernel*> kernel(std::string_view name, const Constants& constants = {});
+  // (name, constants, defines). GPU_ERROR carrying the compiler's message when the WGSL or pipeline is invalid.
+  // `defines` switch the source's //#if blocks (beside the adapter's own, e.g. SUBGROUPS): for what override
+  // constants cannot change, such as a binding's element type.
+  Result<const Kernel*> kernel(std::string_view name, const Constants& constants = {},
+                               const std::vector<std::string>& defines = {});
   // Kernels compiled (cache misses of kernel()) so far. `fn`, when set, is called as pipelines are asked for and
   // as they become ready, with counts since the hook was set (load progress: pipeline creation is most of a load
   // on CPU adapters): `total` pipelines asked for, `ready` of them built. Synchronously built ones are ready at

@@ -15,6 +15,8 @@
 // max (two barriers), then the threads split as D/4 columns × WG/(D/4) position lanes to accumulate p·v with
 // 16-byte coalesced loads. The softmax denominator is kept per thread and summed once at the end.
 // PAGED (kv_page.wgsl): K/V are addressed through the slot's page table at the tail of `rows`.
+// KV16 (a define, Context::kernel): the cache holds f16, four values per vec2<u32> (pack2x16float); scores and
+// sums stay f32. Half the bytes per position read; the CPU reference keeps f32 (the default on CPU adapters).
 override D: u32 = 64u;          // head dim, multiple of 4, ≤ 256
 override HQ: u32 = 1u;
 override HKV: u32 = 1u;
@@ -36,8 +38,25 @@ override PL: u32 = WG / DV;      // position lanes in the p·v accumulation
 
 @group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;  // [tokens, HQ, D] (unused with FUSED)
 @group(0) @binding(1) var<storage, read> rows: array<u32>;
+//#if KV16
+@group(0) @binding(2) var<storage, read_write> kc: array<vec2<u32>>; // [slots, HKV, CTX, D] or pages (kv_page)
+@group(0) @binding(3) var<storage, read_write> vc: array<vec2<u32>>;
+fn kload(i: u32) -> vec4<f32> { let w = kc[i]; return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)); }
+fn vload(i: u32) -> vec4<f32> { let w = vc[i]; return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)); }
+fn kvstore(i: u32, k: vec4<f32>, v: vec4<f32>) {
+  kc[i] = vec2<u32>(pack2x16float(k.xy), pack2x16float(k.zw));
+  vc[i] = vec2<u32>(pack2x16float(v.xy), pack2x16float(v.zw));
+}
+//#else
 @group(0) @binding(2) var<storage, read_write> kc: array<vec4<f32>>; // [slots, HKV, CTX, D] or pages (kv_page)
 @group(0) @binding(3) var<storage, read_write> vc: array<vec4<f32>>;
+fn kload(i: u32) -> vec4<f32> { return kc[i]; }
+fn vload(i: u32) -> vec4<f32> { return vc[i]; }
+fn kvstore(i: u32, k: vec4<f32>, v: vec4<f32>) {
+  kc[i] = k;
+  vc[i] = v;
+}
+//#endif
 @group(0) @binding(4) var<storage, read> qkv: array<f32>;      // projection output [tokens, width]
 @group(0) @binding(5) var<storage, read_write> out: array<vec4<f32>>;  // [tokens, HQ, D] or SPLIT partials
 @group(0) @binding(6) var<storage, read> rope: array<f32>;     // FUSED: [CTX, R] cos then sin (qk_prepare.wgsl)
@@ -135,8 +154,7 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
       // Inactive rows (no sequence, or finished) must not touch the cache: their slot/pos are stale.
       if (h % (HQ / HKV) == 0u && wid.z == 0u && raw_pos < CTX && rows[b * 8u + 2u] != 0u) {
         let at = kvRow(slot, g, raw_pos) * DV + lid;
-        kc[at] = kv;
-        vc[at] = vv;
+        kvstore(at, kv, vv);
       }
     }
   } else if (lid < DV) {
@@ -165,7 +183,7 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
       if (FUSED && pp == raw_pos) {
         for (var j = 0u; j < DV; j++) { d4 += qs[j] * kcur[j]; }
       } else {
-        for (var j = 0u; j < DV; j++) { d4 += qs[j] * kc[kr + j]; }
+        for (var j = 0u; j < DV; j++) { d4 += qs[j] * kload(kr + j); }
       }
       s = d4.x + d4.y + d4.z + d4.w;
     }
@@ -179,7 +197,7 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
     workgroupBarrier();
     let cnt = min(WG, last + 1u - blk);
     for (var j = lane; j < cnt; j += PL) {
-      if (FUSED && blk + j == raw_pos) { acc += p[j] * vcur[col]; } else { acc += p[j] * vc[kvRow(slot, g, blk + j) * DV + col]; }
+      if (FUSED && blk + j == raw_pos) { acc += p[j] * vcur[col]; } else { acc += p[j] * vload(kvRow(slot, g, blk + j) * DV + col); }
     }
     workgroupBarrier();
   }

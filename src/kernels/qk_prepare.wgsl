@@ -20,8 +20,14 @@ override EPS: f32 = 1e-6;
 @group(0) @binding(2) var<storage, read> rope: array<f32>;       // [CTX, R]: cos(pos·f_i) i < R/2, then sin
 @group(0) @binding(3) var<storage, read> norms: array<f32>;      // [2, D]: q_norm, k_norm (unused without QK_NORM)
 @group(0) @binding(4) var<storage, read_write> q_out: array<f32>; // [tokens, HQ, D]
+// KV16 (a define): the cache holds f16 pairs (pack2x16float), as attention.wgsl reads them.
+//#if KV16
+@group(0) @binding(5) var<storage, read_write> kc: array<u32>;   // [slots, HKV, CTX, D / 2] or pages (kv_page)
+@group(0) @binding(6) var<storage, read_write> vc: array<u32>;
+//#else
 @group(0) @binding(5) var<storage, read_write> kc: array<f32>;   // [slots, HKV, CTX, D] or pages (kv_page)
 @group(0) @binding(6) var<storage, read_write> vc: array<f32>;   // [slots, HKV, CTX, D]
+//#endif
 
 var<workgroup> buf: array<f32, D>;
 var<workgroup> red: array<f32, D>;
@@ -58,11 +64,23 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
   buf[d] = v;
   workgroupBarrier();
   v = ropeRotate(v, buf[partnerOf(d)], d, pos);
+//#if KV16
+  red[d] = v;  // a pair of neighbours is packed by its even thread
+  workgroupBarrier();
+//#endif
   if (is_q) {
     q_out[(i * HQ + head) * D + d] = v;
   } else if (pos < CTX) {
     let at = kvRow(slot, kvh, pos) * D + d;
+    let vs = i * qkvWidth() + kbase + HKV * D + kvh * D + d;
+//#if KV16
+    if (d % 2u == 0u) {
+      kc[at / 2u] = pack2x16float(vec2<f32>(v, red[d + 1u]));
+      vc[at / 2u] = pack2x16float(vec2<f32>(qkv[vs], qkv[vs + 1u]));
+    }
+//#else
     kc[at] = v;
-    vc[at] = qkv[i * qkvWidth() + kbase + HKV * D + kvh * D + d];
+    vc[at] = qkv[vs];
+//#endif
   }
 }

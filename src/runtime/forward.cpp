@@ -66,6 +66,14 @@ Result<std::unique_ptr<Forward>> Forward::create(gpu::Context& ctx, const GpuMod
   f->chunk_ = o.prefill_chunk ? o.prefill_chunk : (uint32_t)std::clamp(c.prefill_chunk, 16, 1024);
   f->chunk_ = std::min(f->chunk_, f->ctx_len_);
   f->pps_ = pagesFor(f->ctx_len_);
+  ForwardOptions::Kv kv = o.kv;
+  if (kv == ForwardOptions::Kv::kAuto) {
+    const char* e = std::getenv("EWGPU_KV");
+    if (e && std::string(e) == "f16") kv = ForwardOptions::Kv::kF16;
+    else if (e && std::string(e) == "f32") kv = ForwardOptions::Kv::kF32;
+    else kv = ctx.info().cpuAdapter() ? ForwardOptions::Kv::kF32 : ForwardOptions::Kv::kF16;
+  }
+  f->kv16_ = kv == ForwardOptions::Kv::kF16;
   const uint64_t pool = (uint64_t)o.slots * f->pps_ + (o.cache_pages == ForwardOptions::kAuto ? f->pps_ : o.cache_pages);
   if (pool >= (1ull << 24))
     return makeError(ErrorCode::kBadRequest, "too many KV pages", {{"pages", pool}, {"cache_pages", o.cache_pages}});
@@ -210,11 +218,12 @@ Status Forward::createBuffers() {
     gpu::Buffer sc, ss;
     if (c.isFullAttention(l)) {
       // The page pool and the trash page: [pool + 1, HKV, kPageTokens, D].
-      uint64_t kv = ((uint64_t)pool_ + 1) * c.n_kv_heads * kPageTokens * c.head_dim * 4;
+      const uint64_t eb = kv16_ ? 2 : 4;
+      uint64_t kv = ((uint64_t)pool_ + 1) * c.n_kv_heads * kPageTokens * c.head_dim * eb;
       EWGPU_ASSIGN(kc, buffer(kv, "k-cache", &stats_.kv_bytes));
       EWGPU_ASSIGN(vc, buffer(kv, "v-cache", &stats_.kv_bytes));
       if (!page_scratch_.handle())
-        EWGPU_ASSIGN(page_scratch_, buffer((uint64_t)c.n_kv_heads * kPageTokens * c.head_dim * 4, "kv-page-scratch",
+        EWGPU_ASSIGN(page_scratch_, buffer((uint64_t)c.n_kv_heads * kPageTokens * c.head_dim * eb, "kv-page-scratch",
                                            &stats_.kv_bytes));
     } else {
       EWGPU_ASSIGN(cs, buffer(opts_.slots * gd.convStateFloats() * 4, "conv-state", &stats_.state_bytes));
@@ -276,7 +285,8 @@ Status Forward::createDecodeOps() {
       pk["QK_NORM"] = c.qk_norm ? 1 : 0;
       pk["EPS"] = c.rms_eps;
       pk["PREFILL"] = 1;
-      auto k = ctx_.kernel("qk_prepare", pk);  // prefill only: decode attention does this work itself (FUSED)
+      const std::vector<std::string> kvdef = kv16_ ? std::vector<std::string>{"KV16"} : std::vector<std::string>{};
+      auto k = ctx_.kernel("qk_prepare", pk, kvdef);  // prefill only: decode attention does this work itself (FUSED)
       if (!k) return std::move(k).error();
       auto bg = ctx_.bindGroup(**k, {{&pqkv_}, {&prows_}, {&rope_}, {&L.qk_norm}, {&pq_}, {&kc_[l]}, {&vc_[l]}});
       if (!bg) return std::move(bg).error();
@@ -294,7 +304,7 @@ Status Forward::createDecodeOps() {
           ak["WG"] = 64;
           ak["RS"] = 8;
         }
-        auto k2 = ctx_.kernel("attention", ak);
+        auto k2 = ctx_.kernel("attention", ak, kvdef);
         if (!k2) return std::move(k2).error();
         auto bg2 = ctx_.bindGroup(**k2, {{pass ? &pq_ : &qkv_}, {pass ? &prows_ : &rows_}, {&kc_[l]}, {&vc_[l]},
                                          {pass ? &pqkv_ : &qkv_},
@@ -436,7 +446,7 @@ void Forward::writePageTable(uint32_t slot, const std::vector<uint32_t>& pages) 
 
 void Forward::recordCopyPage(gpu::Recorder& rec, uint32_t from, uint32_t to) const {
   const ModelConfig& c = model_.config;
-  const uint64_t pb = (uint64_t)c.n_kv_heads * kPageTokens * c.head_dim * 4;
+  const uint64_t pb = (uint64_t)c.n_kv_heads * kPageTokens * c.head_dim * (kv16_ ? 2 : 4);
   if (from == to || from > pool_ || to > pool_) return;
   for (size_t l = 0; l < kc_.size(); ++l) {
     if (!kc_[l].handle()) continue;

@@ -45,6 +45,10 @@ struct ForwardOptions {
   static constexpr uint32_t kAuto = 0xFFFFFFFFu;
   uint32_t cache_pages = kAuto;
   uint32_t snapshots = kAuto;
+  // KV cache elements: f16 halves the cache and the attention's reads; f32 is exact against the CPU reference.
+  // kAuto: f16 on GPUs, f32 on CPU adapters (the tests' path); EWGPU_KV=f16|f32 overrides kAuto.
+  enum class Kv { kAuto, kF32, kF16 };
+  Kv kv = Kv::kAuto;
 };
 
 struct ForwardStats {
@@ -93,6 +97,7 @@ class Forward {
   const ForwardOptions& options() const { return opts_; }
   uint32_t prefillChunk() const { return chunk_; }    // tokens per prefill chunk actually used
   uint32_t contextLength() const { return ctx_len_; }  // positions per slot actually used
+  bool kvF16() const { return kv16_; }
   const ForwardStats& stats() const { return stats_; }
   const GpuModel& model() const { return model_; }
 
@@ -155,6 +160,7 @@ class Forward {
   ForwardOptions opts_;
   ForwardStats stats_;
   uint32_t chunk_ = 0, ctx_len_ = 0;
+  bool kv16_ = false;  // the KV cache holds f16 (ForwardOptions::kv resolved)
   uint32_t pps_ = 1, pool_ = 1, snaps_ = 0;
   gpu::Buffer page_scratch_;
   std::vector<gpu::Buffer> snap_conv_, snap_state_;  // per layer (GDN layers only)

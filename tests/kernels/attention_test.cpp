@@ -91,6 +91,7 @@ struct GpuAttn {
   uint32_t split = 1;  // decode with fused: position ranges merged by attention_combine
   std::vector<uint32_t> tables;  // paged: [slots, maxp] page ids appended to every rows buffer (empty: contiguous)
   uint32_t maxp = 0;
+  bool kv16 = false;  // the cache holds f16 pairs (the KV16 define)
   gpu::Constants base(bool prefill, uint32_t rows_words) const {
     gpu::Constants c{{"D", s.d}, {"HQ", s.hq}, {"HKV", s.hkv}, {"CTX", ctx_len}, {"PREFILL", prefill ? 1 : 0},
                      {"GATED", s.gated ? 1 : 0}};
@@ -112,7 +113,8 @@ struct GpuAttn {
     auto c1 = base(prefill);
     c1["R"] = s.r;
     c1["QK_NORM"] = s.qk_norm ? 1 : 0;
-    auto prep = g.kernel("qk_prepare", c1);
+    const std::vector<std::string> defs = kv16 ? std::vector<std::string>{"KV16"} : std::vector<std::string>{};
+    auto prep = g.kernel("qk_prepare", c1, defs);
     EXPECT_TRUE(prep.ok()) << prep.error().toString();
     auto c2 = base(prefill);
     c2["WINDOW"] = s.window;
@@ -126,7 +128,7 @@ struct GpuAttn {
       c2["QK_NORM"] = s.qk_norm ? 1 : 0;
       c2["SPLIT"] = split;
     }
-    auto att = g.kernel("attention", c2);
+    auto att = g.kernel("attention", c2, defs);
     EXPECT_TRUE(att.ok()) << att.error().toString();
     auto bqkv = upload(qkv), brows = upload(rows);
     auto bq = poisoned((size_t)tokens * s.hq * s.d), bo = poisoned((size_t)tokens * s.hq * s.d);
@@ -153,7 +155,9 @@ struct GpuAttn {
 };
 
 void runShape(const Shape& s, uint32_t seed, uint32_t wg = 256, bool fused = false, uint32_t split = 1,
-              bool paged = false) {
+              bool paged = false, bool kv16 = false) {
+  // f16 K and V: each stored value is off by up to 2^-11 of itself, so outputs by about that much of their scale.
+  const double tol = kv16 ? 2e-3 : 2e-5;
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd;
   const uint32_t ctx_len = 600, slots = 3;
@@ -177,9 +181,9 @@ void runShape(const Shape& s, uint32_t seed, uint32_t wg = 256, bool fused = fal
     std::shuffle(ids.begin(), ids.end(), rng);
     tables.assign(ids.begin(), ids.begin() + slots * maxp);
   }
-  const size_t kv_floats = paged ? (size_t)pool * s.hkv * 16 * s.d : cpu.k.size();
+  const size_t kv_floats = (paged ? (size_t)pool * s.hkv * 16 * s.d : cpu.k.size()) / (kv16 ? 2 : 1);
   GpuAttn gpu_{poisoned(kv_floats), poisoned(kv_floats), upload(table), upload(cpu.norms), ctx_len, s, wg, fused, split,
-               tables, paged ? maxp : 0};
+               tables, paged ? maxp : 0, kv16};
   const uint32_t W = (s.gated ? 2 : 1) * s.hq * s.d + 2 * s.hkv * s.d;
   auto randomRows = [&](uint32_t n) {
     std::vector<float> v((size_t)n * W);
@@ -198,7 +202,7 @@ void runShape(const Shape& s, uint32_t seed, uint32_t wg = 256, bool fused = fal
       auto o = cpu.token(qkv.data() + (size_t)t * W, 1, pos0 + t);
       want.insert(want.end(), o.begin(), o.end());
     }
-    expectClose(got, want, 2e-5, "prefill chunk");
+    expectClose(got, want, tol, "prefill chunk");
     pos0 += chunk;
   }
   // Batched decode: row 0 continues slot 1 at pos0, row 1 starts slot 2 at position 0, row 2 slot 0 at 5
@@ -220,7 +224,7 @@ void runShape(const Shape& s, uint32_t seed, uint32_t wg = 256, bool fused = fal
       auto o = cpu.token(qkv.data() + (size_t)b * W, slot_of[b], pos_of[b]);
       want.insert(want.end(), o.begin(), o.end());
     }
-    expectClose(got, want, 2e-5, "batched decode");
+    expectClose(got, want, tol, "batched decode");
     ++pos0;
   }
 }
@@ -253,6 +257,16 @@ TEST(Attention, FusedDecodeSplitAndMerged) {
 TEST(Attention, PagedKvCache) {
   runShape({64, 8, 2, 64, false, false}, 15, 64, true, 1, true);
   runShape({32, 2, 2, 32, false, false, 40}, 17, 64, false, 1, true);
+}
+
+// The f16 cache (the engine's default on GPUs): prefill through qk_prepare, fused and split decode, paged, the
+// Qwen3.5 gate, a sliding window, within f16's rounding of the double reference (a value in the wrong half of a
+// pair, or a wrong element size anywhere, is off by the values' whole scale).
+TEST(Attention, F16KvCache) {
+  runShape({64, 8, 2, 64, false, false}, 21, 64, true, 1, true, true);
+  runShape({128, 4, 2, 128, true, false}, 22, 256, true, 4, true, true);
+  runShape({256, 4, 1, 64, true, true}, 23, 64, false, 1, true, true);
+  runShape({32, 2, 2, 32, false, false, 40}, 24, 64, true, 5, false, true);
 }
 
 TEST(Attention, SmallWorkgroupAsOnCpuAdapters) {

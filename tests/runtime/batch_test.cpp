@@ -81,11 +81,12 @@ class BatchTest : public ::testing::TestWithParam<std::string> {};
 constexpr uint32_t kPrompts = 12;  // distinct prompts; sequence i runs prompt i % kPrompts
 constexpr uint32_t kSoloTokens = 7;
 
-std::unique_ptr<Forward> forward(Model& m, uint32_t rows, uint32_t cache_pages = ForwardOptions::kAuto) {
+std::unique_ptr<Forward> forward(Model& m, uint32_t rows, uint32_t cache_pages = ForwardOptions::kAuto,
+                                 ForwardOptions::Kv kv = ForwardOptions::Kv::kAuto) {
   auto f = Forward::create(gpuContext(), *m.gpu,
                            {.max_batch = rows, .slots = rows, .context = kCtx, .prefill_chunk = kChunk,
                             .max_steps = kMaxSteps, .activations = kernels::Activations::kF32,
-                            .cache_pages = cache_pages});
+                            .cache_pages = cache_pages, .kv = kv});
   EXPECT_TRUE(f.ok()) << f.error().toString();
   return f.ok() ? std::move(*f) : nullptr;
 }
@@ -250,6 +251,27 @@ TEST_P(BatchTest, PrefixReuseGivesTheSameTokens) {
   // And reuse works again once the history is back: 40 tokens written (full pages: 32; the hybrid's snapshot: 40).
   auto again = runAll(g2, {greedy(cat(cat(t2, after[0].tokens), ids(3, 4, vocab)), 4)});
   EXPECT_EQ(again[0].cached_tokens, hybrid ? 40u : 32u);
+}
+
+// The f16 KV cache (the default on GPUs; CPU adapters default to f32, so CI runs it here explicitly): a batch with
+// joins and departures equals each sequence alone on the same cache, and a second turn resumed from cached pages
+// equals the same turn prefilled from scratch.
+TEST(BatchF16Kv, BatchesAndReusesPrefixes) {
+  Model& m = model("llama");
+  const int vocab = m.gpu->config.vocab;
+  auto fwd = forward(m, 3, ForwardOptions::kAuto, ForwardOptions::Kv::kF16);
+  ASSERT_TRUE(fwd);
+  ASSERT_TRUE(fwd->kvF16());
+  checkBatch(m, *fwd, 3, soloRuns(m, *fwd));
+  Generator gen(gpuContext(), *fwd, &m.tok, kMaxSteps);
+  const auto t1 = ids(20, 1, vocab);
+  auto r1 = runAll(gen, {greedy(t1, 6)});
+  const auto t2 = cat(cat(t1, r1[0].tokens), ids(9, 2, vocab));
+  auto with = runAll(gen, {greedy(t2, 6)});
+  EXPECT_EQ(with[0].cached_tokens, 16u);
+  gen.setPrefixReuse(false);
+  auto without = runAll(gen, {greedy(t2, 6)});
+  EXPECT_EQ(with[0].tokens, without[0].tokens) << "second turn";
 }
 
 INSTANTIATE_TEST_SUITE_P(TinyFixtures, BatchTest,
