@@ -1,7 +1,8 @@
 // A bounded load test: 64 clients x 20 requests (every other one streamed) against one server. Zero lost or
 // duplicated responses (every completion id and engine job id unique, every text whole), the server healthy
 // after, and the throughput and latency printed. The fake backend by default (CI); LOAD_MODEL=DIR runs the
-// same load on a real model through `ewgpu serve` (LOAD_ARGS adds flags, e.g. "--adapter swiftshader").
+// same load on a real model through `ewgpu serve` (LOAD_ARGS adds flags, e.g. "--adapter swiftshader"; LOAD_ROWS its
+// decode rows, 8 by default): CTest server_load_model runs the llama fixture with 32 rows.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, get, status, rowsBusy, TINY, FAKE_SERVE, EWGPU } from './harness.mjs';
