@@ -249,6 +249,7 @@ TEST(Attention, FusedDecodeSplitAndMerged) {
   runShape({128, 4, 2, 128, true, false}, 12, 256, true, 16);
   runShape({256, 4, 1, 64, true, true}, 13, 256, true, 3);
   runShape({32, 2, 2, 32, false, false, 40}, 14, 64, true, 5);
+  runShape({64, 8, 2, 64, false, false}, 25, 64, true, 32);  // the widest split the engine picks
 }
 
 // K/V through page tables (prefix reuse's layout): prefill chunks and batched decode rows (fused, and qk_prepare +
