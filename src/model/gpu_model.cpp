@@ -38,23 +38,10 @@ class Uploader {
     if (w_row == 0 || (q && s_row == 0)) {  // unusual records: the old way
       EWGPU_TRY(concatenated(m, parts, q));
     } else {
-      uint64_t limit = max_chunk_ ? max_chunk_ : ctx_.limits().maxStorageBufferBindingSize;
-      uint64_t per_chunk = std::max<uint64_t>(2, (limit / std::max<uint64_t>(w_row, 1)) & ~uint64_t(1));  // even rows
-      for (uint32_t start = 0; start < m.n; start += (uint32_t)per_chunk) {
-        uint32_t rows = (uint32_t)std::min<uint64_t>(per_chunk, m.n - start);
-        auto wbuf = ctx_.createBuffer(rows * w_row, gpu::BufferKind::kStorage, parts[0].module);
-        if (!wbuf) return std::move(wbuf).error();
-        EWGPU_TRY(copyRows(ws, w_row, start, rows, *wbuf));
-        m.w.push_back(std::move(*wbuf));
-        if (q) {
-          auto sbuf = ctx_.createBuffer(rows * s_row, gpu::BufferKind::kStorage, parts[0].module + ".scale");
-          if (!sbuf) return std::move(sbuf).error();
-          EWGPU_TRY(copyRows(ss, s_row, start, rows, *sbuf));
-          m.s.push_back(std::move(*sbuf));
-        }
-        m.rows.push_back(rows);
-        added(rows * (w_row + s_row));
-      }
+      EWGPU_TRY(chunked(
+          m, parts[0].module, w_row, s_row,
+          [&](uint32_t start, uint32_t rows, const gpu::Buffer& b) { return copyRows(ws, w_row, start, rows, b); },
+          [&](uint32_t start, uint32_t rows, const gpu::Buffer& b) { return copyRows(ss, s_row, start, rows, b); }));
     }
     if (!bias_name.empty()) {
       auto b = vector(bias_name);
@@ -80,20 +67,37 @@ class Uploader {
     }
     const uint64_t w_row = w.size() / m.n, s_row = s.size() / m.n;
     w.resize(padded(w.size()), 0);
-    uint64_t limit = max_chunk_ ? max_chunk_ : ctx_.limits().maxStorageBufferBindingSize;
-    uint64_t per_chunk = std::max<uint64_t>(2, (limit / std::max<uint64_t>(w_row, 1)) & ~uint64_t(1));  // even rows
+    return chunked(
+        m, parts[0].module, w_row, s_row,
+        [&](uint32_t start, uint32_t rows, const gpu::Buffer& b) -> Status {
+          ctx_.write(b, 0, w.data() + start * w_row,
+                     std::min<size_t>(padded(rows * w_row), w.size() - (size_t)(start * w_row)));
+          return {};
+        },
+        [&](uint32_t start, uint32_t rows, const gpu::Buffer& b) -> Status {
+          std::vector<uint8_t> chunk(s.begin() + start * s_row, s.begin() + (start + rows) * s_row);
+          chunk.resize(padded(chunk.size()), 0);
+          ctx_.write(b, 0, chunk.data(), chunk.size());
+          return {};
+        });
+  }
+
+  // Splits m's rows into chunks a binding can hold (an even number of rows each) and creates each chunk's weight
+  // buffer, and its scale buffer where s_row > 0, filled by fill_w / fill_s(start row, rows, buffer).
+  template <class FillW, class FillS>
+  Status chunked(GpuMatrix& m, const std::string& label, uint64_t w_row, uint64_t s_row, FillW fill_w, FillS fill_s) {
+    const uint64_t limit = max_chunk_ ? max_chunk_ : ctx_.limits().maxStorageBufferBindingSize;
+    const uint64_t per_chunk = std::max<uint64_t>(2, (limit / std::max<uint64_t>(w_row, 1)) & ~uint64_t(1));
     for (uint32_t start = 0; start < m.n; start += (uint32_t)per_chunk) {
-      uint32_t rows = (uint32_t)std::min<uint64_t>(per_chunk, m.n - start);
-      auto wbuf = ctx_.createBuffer(rows * w_row, gpu::BufferKind::kStorage, parts[0].module);
+      const uint32_t rows = (uint32_t)std::min<uint64_t>(per_chunk, m.n - start);
+      auto wbuf = ctx_.createBuffer(rows * w_row, gpu::BufferKind::kStorage, label);
       if (!wbuf) return std::move(wbuf).error();
-      ctx_.write(*wbuf, 0, w.data() + start * w_row, std::min<size_t>(padded(rows * w_row), w.size() - (size_t)(start * w_row)));
+      EWGPU_TRY(fill_w(start, rows, *wbuf));
       m.w.push_back(std::move(*wbuf));
-      if (!s.empty()) {
-        auto sbuf = ctx_.createBuffer(rows * s_row, gpu::BufferKind::kStorage, parts[0].module + ".scale");
+      if (s_row) {
+        auto sbuf = ctx_.createBuffer(rows * s_row, gpu::BufferKind::kStorage, label + ".scale");
         if (!sbuf) return std::move(sbuf).error();
-        std::vector<uint8_t> chunk(s.begin() + start * s_row, s.begin() + (start + rows) * s_row);
-        chunk.resize(padded(chunk.size()), 0);
-        ctx_.write(*sbuf, 0, chunk.data(), chunk.size());
+        EWGPU_TRY(fill_s(start, rows, *sbuf));
         m.s.push_back(std::move(*sbuf));
       }
       m.rows.push_back(rows);

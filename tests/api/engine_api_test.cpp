@@ -222,7 +222,7 @@ TEST(EngineApi, ManyThreadsSubmittingAtOnceLoseNothing) {
     EXPECT_EQ(r.id, h->id);
     ids.insert(r.id);
     ++outcomes[r.outcome];
-    if (r.outcome == Outcome::kCompleted) EXPECT_FALSE(r.text.empty());
+    if (r.outcome == Outcome::kCompleted) { EXPECT_FALSE(r.text.empty()); }
     EXPECT_NE(r.outcome, Outcome::kFailed) << r.error->toString();
   }
   EXPECT_EQ(ids.size(), handles.size());  // no duplicate ids, one result each
@@ -381,7 +381,7 @@ TEST(EngineApi, ChatCompletionsCreateSpeaksOpenAIsShapes) {
     EXPECT_TRUE(chunks[i]["choices"][0]["finish_reason"].is_null());
     if (chunks[i]["choices"][0]["delta"].contains("content"))
       text += chunks[i]["choices"][0]["delta"]["content"].get<std::string>();
-    if (i > 0) EXPECT_EQ(chunks[i]["choices"][0]["logprobs"]["content"].size(), 1u);
+    if (i > 0) { EXPECT_EQ(chunks[i]["choices"][0]["logprobs"]["content"].size(), 1u); }
   }
   EXPECT_EQ(text, "0 1 2 ");
   const json& fin = chunks[chunks.size() - 2];

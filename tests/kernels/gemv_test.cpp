@@ -322,7 +322,7 @@ void runBatchCase(const BatchCase& c, uint32_t seed) {
       expectClose(got_active, want_active, 2e-5 * std::sqrt((double)c.k / 64), "gemv_batch");
     }
     for (size_t i = (size_t)active * y_stride; i < got.size(); ++i) {
-      if (i % y_stride < out_w) ASSERT_TRUE(std::isnan(got[i])) << "inactive row written at " << i;
+      if (i % y_stride < out_w) { ASSERT_TRUE(std::isnan(got[i])) << "inactive row written at " << i; }
     }
     outs.push_back(std::move(got));
   }

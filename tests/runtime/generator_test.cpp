@@ -239,8 +239,8 @@ TEST_P(GeneratorTest, PipelineDepthAndStepsGiveTheReferenceTokens) {
     // Decode submissions in flight never exceed the depth (the first one may queue behind the prefill, whose
     // readback is then in flight too), and depth 2 really queues a second one.
     EXPECT_LE(st.max_decodes_in_flight, depth);
-    if (how == Drive::kPoll) EXPECT_LE(most, depth + 1u);
-    if (depth == 2 && needed > k) EXPECT_EQ(st.max_decodes_in_flight, 2u) << "no second decode submission was ever queued";
+    if (how == Drive::kPoll) { EXPECT_LE(most, depth + 1u); }
+    if (depth == 2 && needed > k) { EXPECT_EQ(st.max_decodes_in_flight, 2u) << "no second decode submission was ever queued"; }
   }
 }
 
