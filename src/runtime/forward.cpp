@@ -335,12 +335,19 @@ Status Forward::createDecodeOps() {
   // the prefill row's out_index is always 0, so its out slot is 0 whatever KMAX, and the position it advances is
   // never read (the executor rewrites the prefill row for every chunk; only active, generated, token and finish
   // are copied to the decode row).
+  // There the sampler is also sample_cpu.wgsl (sampleCpuServes): the same picks in plain loops.
   const bool one_sampler = ctx_.info().cpuAdapter();
+  const bool cpu_sampler = sampleCpuServes(ctx_.info());
   for (int pass = 0; pass < 2; ++pass) {
     const bool prefill = pass && !one_sampler;
-    gpu::Constants sk{{"V", c.vocab}, {"KMAX", prefill ? 1 : opts_.max_steps}, {"ADVANCE_POS", prefill ? 0 : 1},
-                      {"WG", sampleWorkgroupSize(ctx_.info())}, {"UNROLL", sampleUnroll()}};
-    auto k = ctx_.kernel("sample", sk);
+    gpu::Constants sk{{"V", c.vocab}, {"KMAX", prefill ? 1 : opts_.max_steps}, {"ADVANCE_POS", prefill ? 0 : 1}};
+    if (cpu_sampler) {
+      sk["ORDER_WG"] = sampleWorkgroupSize(ctx_.info());
+    } else {
+      sk["WG"] = sampleWorkgroupSize(ctx_.info());
+      sk["UNROLL"] = sampleUnroll();
+    }
+    auto k = ctx_.kernel(cpu_sampler ? "sample_cpu" : "sample", sk);
     if (!k) return std::move(k).error();
     auto bg = pass ? ctx_.bindGroup(**k, {{&plogits_}, {&pparams_}, {&counts_}, {&prows_}, {&pout_}, {&pmask_}})
                    : ctx_.bindGroup(**k, {{&logits_}, {&params_}, {&counts_}, {&rows_}, {&out_}, {&mask_}});
