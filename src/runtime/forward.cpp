@@ -1,5 +1,6 @@
 #include "runtime/forward.h"
 
+#include "kernels/attention_cpu.h"
 #include "kernels/sampling.h"
 #include "model/reference_ops.h"
 
@@ -294,7 +295,13 @@ Status Forward::createDecodeOps() {
           ak["WG"] = 64;
           ak["RS"] = 8;
         }
-        auto k2 = ctx_.kernel("attention", ak);
+        // CPU adapters decode through attention_cpu.wgsl: the same work in plain loops, cheap to compile.
+        const bool cpu_decode = !pass && kernels::attentionCpuServes(ctx_.info(), attn_split_);
+        if (cpu_decode)
+          for (const char* unused : {"PREFILL", "FUSED", "SPLIT", "WG", "RS"}) ak.erase(unused);
+        if (!pass) a.attn_gx = cpu_decode ? (c.n_heads + kernels::kAttentionCpuHeads - 1) / kernels::kAttentionCpuHeads
+                                          : c.n_heads;
+        auto k2 = ctx_.kernel(cpu_decode ? "attention_cpu" : "attention", ak);
         if (!k2) return std::move(k2).error();
         auto bg2 = ctx_.bindGroup(**k2, {{pass ? &pq_ : &qkv_}, {pass ? &prows_ : &rows_}, {&kc_[l]}, {&vc_[l]},
                                          {pass ? &pqkv_ : &qkv_},
@@ -416,7 +423,7 @@ void Forward::recordDecodeStep(gpu::Recorder& rec, uint32_t rows) const {
     if (L.full) {
       const AttnOps& a = *L.attn;
       a.qkv.record(rec, B);
-      rec.dispatch(*a.attn, a.attn_bg, c.n_heads, B, attn_split_);
+      rec.dispatch(*a.attn, a.attn_bg, a.attn_gx, B, attn_split_);
       if (attn_split_ > 1) rec.dispatch(*combine_, combine_bg_, c.n_heads, B);
       a.o.record(rec, B);
     } else {

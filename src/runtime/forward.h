@@ -120,6 +120,7 @@ class Forward {
     kernels::GemvOp qkv, o;
     const gpu::Kernel* attn = nullptr;  // decode: q/k norm + RoPE + KV store fused in (attention.wgsl FUSED)
     gpu::BindGroup attn_bg;
+    uint32_t attn_gx = 0;  // decode grid x: HQ, or ceil(HQ / 4) with attention_cpu.wgsl
     // prefill
     kernels::RmsNormOp pnorm;
     kernels::GemmOp pqkv, po;

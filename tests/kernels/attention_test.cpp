@@ -2,6 +2,7 @@
 // Qwen3.5 gating, sliding window, prefill chunks continuing a cache, batched decode rows with their own slots,
 // and the same through page tables (kv_page.wgsl: a shuffled pool of 16-position pages, as prefix reuse uses).
 #include "kernel_test_util.h"
+#include "kernels/attention_cpu.h"
 
 #include <algorithm>
 #include <cmath>
@@ -91,6 +92,7 @@ struct GpuAttn {
   uint32_t split = 1;  // decode with fused: position ranges merged by attention_combine
   std::vector<uint32_t> tables;  // paged: [slots, maxp] page ids appended to every rows buffer (empty: contiguous)
   uint32_t maxp = 0;
+  bool cpu = false;    // decode with fused: attention_cpu.wgsl (CPU adapters' plain-loop kernel) instead
   gpu::Constants base(bool prefill, uint32_t rows_words) const {
     gpu::Constants c{{"D", s.d}, {"HQ", s.hq}, {"HKV", s.hkv}, {"CTX", ctx_len}, {"PREFILL", prefill ? 1 : 0},
                      {"GATED", s.gated ? 1 : 0}};
@@ -126,7 +128,10 @@ struct GpuAttn {
       c2["QK_NORM"] = s.qk_norm ? 1 : 0;
       c2["SPLIT"] = split;
     }
-    auto att = g.kernel("attention", c2);
+    const bool plain = one && cpu;
+    if (plain)
+      for (const char* unused : {"PREFILL", "FUSED", "SPLIT", "WG", "RS"}) c2.erase(unused);
+    auto att = g.kernel(plain ? "attention_cpu" : "attention", c2);
     EXPECT_TRUE(att.ok()) << att.error().toString();
     auto bqkv = upload(qkv), brows = upload(rows);
     auto bq = poisoned((size_t)tokens * s.hq * s.d), bo = poisoned((size_t)tokens * s.hq * s.d);
@@ -138,7 +143,8 @@ struct GpuAttn {
     EXPECT_TRUE(bg1.ok() && bg2.ok());
     gpu::Recorder rec(g);
     if (!one) rec.dispatch(**prep, *bg1, s.hq + s.hkv, tokens);
-    rec.dispatch(**att, *bg2, s.hq, tokens, merged ? split : 1);
+    rec.dispatch(**att, *bg2, plain ? (s.hq + kAttentionCpuHeads - 1) / kAttentionCpuHeads : s.hq, tokens,
+                 merged ? split : 1);
     if (merged) {
       auto comb = g.kernel("attention_combine", {{"D", s.d}, {"HQ", s.hq}, {"HKV", s.hkv}, {"SPLIT", split},
                                                  {"GATED", s.gated ? 1 : 0}});
@@ -153,7 +159,7 @@ struct GpuAttn {
 };
 
 void runShape(const Shape& s, uint32_t seed, uint32_t wg = 256, bool fused = false, uint32_t split = 1,
-              bool paged = false) {
+              bool paged = false, bool cpu_kernel = false) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd;
   const uint32_t ctx_len = 600, slots = 3;
@@ -179,7 +185,7 @@ void runShape(const Shape& s, uint32_t seed, uint32_t wg = 256, bool fused = fal
   }
   const size_t kv_floats = paged ? (size_t)pool * s.hkv * 16 * s.d : cpu.k.size();
   GpuAttn gpu_{poisoned(kv_floats), poisoned(kv_floats), upload(table), upload(cpu.norms), ctx_len, s, wg, fused, split,
-               tables, paged ? maxp : 0};
+               tables, paged ? maxp : 0, cpu_kernel};
   const uint32_t W = (s.gated ? 2 : 1) * s.hq * s.d + 2 * s.hkv * s.d;
   auto randomRows = [&](uint32_t n) {
     std::vector<float> v((size_t)n * W);
@@ -253,6 +259,18 @@ TEST(Attention, FusedDecodeSplitAndMerged) {
 TEST(Attention, PagedKvCache) {
   runShape({64, 8, 2, 64, false, false}, 15, 64, true, 1, true);
   runShape({32, 2, 2, 32, false, false, 40}, 17, 64, false, 1, true);
+}
+
+// CPU adapters' decode attention (attention_cpu.wgsl: plain loops, one invocation per query head, 4 heads per
+// workgroup): GQA with 8 query heads (two workgroups), q/k norms and head dim 128, the Qwen3.5 gate with partial
+// rotary and 256-dim heads, 6 query heads over 3 KV heads (a workgroup with two idle lanes), a sliding window, and
+// page tables; the prefill chunks before it go through attention.wgsl, so each reads the other's cache entries.
+TEST(Attention, CpuAdapterDecode) {
+  runShape({64, 8, 2, 64, false, false}, 21, 64, true, 1, false, true);
+  runShape({128, 4, 2, 128, true, false}, 22, 64, true, 1, false, true);
+  runShape({256, 4, 1, 64, true, true}, 23, 64, true, 1, false, true);
+  runShape({32, 6, 3, 32, false, false}, 24, 64, true, 1, true, true);
+  runShape({32, 2, 2, 32, false, false, 40}, 25, 64, true, 1, true, true);
 }
 
 TEST(Attention, SmallWorkgroupAsOnCpuAdapters) {
