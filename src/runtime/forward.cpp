@@ -295,13 +295,19 @@ Status Forward::createDecodeOps() {
           ak["WG"] = 64;
           ak["RS"] = 8;
         }
-        // CPU adapters decode through attention_cpu.wgsl: the same work in plain loops, cheap to compile.
-        const bool cpu_decode = !pass && kernels::attentionCpuServes(ctx_.info(), attn_split_);
-        if (cpu_decode)
+        // CPU adapters attend through attention_cpu.wgsl: the same work in plain loops, cheap to compile, and one
+        // pipeline for decode and prefill (the same constants for both passes; the grid's z says which).
+        const bool cpu_attn = kernels::attentionCpuServes(ctx_.info(), attn_split_);
+        if (cpu_attn) {
           for (const char* unused : {"PREFILL", "FUSED", "SPLIT", "WG", "RS"}) ak.erase(unused);
-        if (!pass) a.attn_gx = cpu_decode ? (c.n_heads + kernels::kAttentionCpuHeads - 1) / kernels::kAttentionCpuHeads
-                                          : c.n_heads;
-        auto k2 = ctx_.kernel(cpu_decode ? "attention_cpu" : "attention", ak);
+          ak["PT"] = B * kRowWords;
+          ak["PT1"] = kRowWords;
+        }
+        const uint32_t gx = cpu_attn ? (c.n_heads + kernels::kAttentionCpuHeads - 1) / kernels::kAttentionCpuHeads
+                                     : c.n_heads;
+        (pass ? a.pattn_gx : a.attn_gx) = gx;
+        if (pass) a.pattn_gz = cpu_attn ? 2 : 1;
+        auto k2 = ctx_.kernel(cpu_attn ? "attention_cpu" : "attention", ak);
         if (!k2) return std::move(k2).error();
         auto bg2 = ctx_.bindGroup(**k2, {{pass ? &pq_ : &qkv_}, {pass ? &prows_ : &rows_}, {&kc_[l]}, {&vc_[l]},
                                          {pass ? &pqkv_ : &qkv_},
@@ -502,7 +508,7 @@ void Forward::recordPrefillChunk(gpu::Recorder& rec, uint32_t tokens, bool last,
       a.pnorm.record(rec, tokens);
       a.pqkv.record(rec, tokens);
       rec.dispatch(*a.pprep, a.pprep_bg, c.n_heads + c.n_kv_heads, tokens);
-      rec.dispatch(*a.pattn, a.pattn_bg, c.n_heads, tokens);
+      rec.dispatch(*a.pattn, a.pattn_bg, a.pattn_gx, tokens, a.pattn_gz);
       a.po.record(rec, tokens);
     } else {
       const GdnOps& g = *L.gdn;

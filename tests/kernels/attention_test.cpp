@@ -128,9 +128,13 @@ struct GpuAttn {
       c2["QK_NORM"] = s.qk_norm ? 1 : 0;
       c2["SPLIT"] = split;
     }
-    const bool plain = one && cpu;
-    if (plain)
+    const bool plain = cpu;  // attention_cpu for both passes; the grid's z says which (2: prefill)
+    if (plain) {
       for (const char* unused : {"PREFILL", "FUSED", "SPLIT", "WG", "RS"}) c2.erase(unused);
+      c2["R"] = s.r;
+      c2["QK_NORM"] = s.qk_norm ? 1 : 0;
+      if (!tables.empty()) c2["PT1"] = rows_words;
+    }
     auto att = g.kernel(plain ? "attention_cpu" : "attention", c2);
     EXPECT_TRUE(att.ok()) << att.error().toString();
     auto bqkv = upload(qkv), brows = upload(rows);
@@ -144,7 +148,7 @@ struct GpuAttn {
     gpu::Recorder rec(g);
     if (!one) rec.dispatch(**prep, *bg1, s.hq + s.hkv, tokens);
     rec.dispatch(**att, *bg2, plain ? (s.hq + kAttentionCpuHeads - 1) / kAttentionCpuHeads : s.hq, tokens,
-                 merged ? split : 1);
+                 merged ? split : plain && prefill ? 2 : 1);
     if (merged) {
       auto comb = g.kernel("attention_combine", {{"D", s.d}, {"HQ", s.hq}, {"HKV", s.hkv}, {"SPLIT", split},
                                                  {"GATED", s.gated ? 1 : 0}});
@@ -261,11 +265,11 @@ TEST(Attention, PagedKvCache) {
   runShape({32, 2, 2, 32, false, false, 40}, 17, 64, false, 1, true);
 }
 
-// CPU adapters' decode attention (attention_cpu.wgsl: plain loops, one invocation per query head, 4 heads per
-// workgroup): GQA with 8 query heads (two workgroups), q/k norms and head dim 128, the Qwen3.5 gate with partial
-// rotary and 256-dim heads, 6 query heads over 3 KV heads (a workgroup with two idle lanes), a sliding window, and
-// page tables; the prefill chunks before it go through attention.wgsl, so each reads the other's cache entries.
-TEST(Attention, CpuAdapterDecode) {
+// CPU adapters' attention (attention_cpu.wgsl: plain loops, one invocation per query head, 4 heads per workgroup),
+// prefill chunks after qk_prepare and fused decode through the one kernel: GQA with 8 query heads (two
+// workgroups), q/k norms and head dim 128, the Qwen3.5 gate with partial rotary and 256-dim heads, 6 query heads
+// over 3 KV heads (a workgroup with two idle lanes), a sliding window, and page tables.
+TEST(Attention, CpuAdapterPrefillAndDecode) {
   runShape({64, 8, 2, 64, false, false}, 21, 64, true, 1, false, true);
   runShape({128, 4, 2, 128, true, false}, 22, 64, true, 1, false, true);
   runShape({256, 4, 1, 64, true, true}, 23, 64, true, 1, false, true);
