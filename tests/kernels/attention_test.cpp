@@ -233,6 +233,15 @@ void runShape(const Shape& s, uint32_t seed, uint32_t wg = 256, bool fused = fal
     expectClose(got, want, 2e-5, "batched decode");
     ++pos0;
   }
+  // Fused decode of inactive rows (finished, or no sequence: stale slot and position) leaves the cache as it was.
+  if (fused) {
+    // Bit patterns: pages no slot uses keep their NaN poison.
+    const auto k0 = download<uint32_t>(gpu_.kc, kv_floats), v0 = download<uint32_t>(gpu_.vc, kv_floats);
+    std::vector<uint32_t> rows = {1, pos0, 0, 0, 0, 0, 0, 0, 2, 3, 0, 0, 0, 0, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0};
+    gpu_.run(randomRows(3), 3, rows, /*prefill=*/false);
+    EXPECT_EQ(download<uint32_t>(gpu_.kc, kv_floats), k0) << "k cache written by an inactive row";
+    EXPECT_EQ(download<uint32_t>(gpu_.vc, kv_floats), v0) << "v cache written by an inactive row";
+  }
 }
 
 TEST(Attention, LlamaShapeGqa) { runShape({64, 8, 2, 64, false, false}, 1); }
