@@ -303,8 +303,8 @@ Status Forward::createDecodeOps() {
           ak["PT"] = B * kRowWords;
           ak["PT1"] = kRowWords;
         }
-        const uint32_t gx = cpu_attn ? (c.n_heads + kernels::kAttentionCpuHeads - 1) / kernels::kAttentionCpuHeads
-                                     : c.n_heads;
+        const uint32_t gx =
+            cpu_attn ? (c.n_heads + kernels::kAttentionCpuHeads - 1) / kernels::kAttentionCpuHeads : c.n_heads;
         (pass ? a.pattn_gx : a.attn_gx) = gx;
         if (pass) a.pattn_gz = cpu_attn ? 2 : 1;
         auto k2 = ctx_.kernel(cpu_attn ? "attention_cpu" : "attention", ak);

@@ -92,7 +92,7 @@ struct GpuAttn {
   uint32_t split = 1;  // decode with fused: position ranges merged by attention_combine
   std::vector<uint32_t> tables;  // paged: [slots, maxp] page ids appended to every rows buffer (empty: contiguous)
   uint32_t maxp = 0;
-  bool cpu = false;    // decode with fused: attention_cpu.wgsl (CPU adapters' plain-loop kernel) instead
+  bool cpu = false;  // attention_cpu.wgsl for both passes (CPU adapters' plain-loop kernel)
   gpu::Constants base(bool prefill, uint32_t rows_words) const {
     gpu::Constants c{{"D", s.d}, {"HQ", s.hq}, {"HKV", s.hkv}, {"CTX", ctx_len}, {"PREFILL", prefill ? 1 : 0},
                      {"GATED", s.gated ? 1 : 0}};
@@ -147,8 +147,9 @@ struct GpuAttn {
     EXPECT_TRUE(bg1.ok() && bg2.ok());
     gpu::Recorder rec(g);
     if (!one) rec.dispatch(**prep, *bg1, s.hq + s.hkv, tokens);
-    rec.dispatch(**att, *bg2, plain ? (s.hq + kAttentionCpuHeads - 1) / kAttentionCpuHeads : s.hq, tokens,
-                 merged ? split : plain && prefill ? 2 : 1);
+    uint32_t gz = merged ? split : 1;
+    if (plain && prefill) gz = 2;  // attention_cpu's prefill pass
+    rec.dispatch(**att, *bg2, plain ? (s.hq + kAttentionCpuHeads - 1) / kAttentionCpuHeads : s.hq, tokens, gz);
     if (merged) {
       auto comb = g.kernel("attention_combine", {{"D", s.d}, {"HQ", s.hq}, {"HKV", s.hkv}, {"SPLIT", split},
                                                  {"GATED", s.gated ? 1 : 0}});
