@@ -201,6 +201,11 @@ uint32_t sampleWorkgroupSize(const DeviceInfo& d) {
   return 256;
 }
 
+bool sampleCpuServes(const DeviceInfo& d) {
+  if (const char* e = std::getenv("EWGPU_SAMPLE_CPU"); e && std::string(e) == "0") return false;
+  return d.cpuAdapter();
+}
+
 uint32_t sampleUnroll() {
   if (const char* e = std::getenv("EWGPU_SAMPLE_UNROLL")) return std::clamp<uint32_t>(std::atoi(e), 1, 8);
   return 8;

@@ -113,6 +113,13 @@ SampleReference sampleReferenceFull(std::span<const float> logits, const Samplin
 // 1.04 ms per top-p step.
 uint32_t sampleWorkgroupSize(const DeviceInfo& d);
 
+// CPU adapters sample with sample_cpu.wgsl instead: the same picks, bindings and outputs, one invocation per row in
+// plain loops with no barriers, so it compiles in a fraction of sample.wgsl's time (docs/kernels.md, "CPU adapters:
+// plain-loop sampler and decode attention"). Its constants are V, KMAX, ADVANCE_POS, WRITE_STATS and ORDER_WG
+// (sampleWorkgroupSize: the sums follow that sample.wgsl's order), not WG / UNROLL / HIST_COPIES.
+// EWGPU_SAMPLE_CPU=0 turns it off (A/B runs against sample.wgsl). GPUs never take it.
+bool sampleCpuServes(const DeviceInfo& d);
+
 // Logits each invocation loads at once in the kernel's full-row loops (its UNROLL). One load at a time leaves
 // each invocation waiting out a memory round trip per element; 8 at once also made SwiftShader 1.6-1.8x faster
 // at V = 151936 (4 was between). EWGPU_SAMPLE_UNROLL overrides (1..8) for A/B runs.

@@ -1,5 +1,6 @@
 #include "runtime/forward.h"
 
+#include "kernels/attention_cpu.h"
 #include "kernels/sampling.h"
 #include "model/reference_ops.h"
 
@@ -306,7 +307,20 @@ Status Forward::createDecodeOps() {
           ak["WG"] = 64;
           ak["RS"] = 8;
         }
-        auto k2 = ctx_.kernel("attention", ak, kvdef);
+        // CPU adapters attend through attention_cpu.wgsl: the same work in plain loops, cheap to compile, and one
+        // pipeline for decode and prefill (the same constants for both passes; the grid's z says which).
+        // It reads an f32 cache only: an f16 one (EWGPU_KV=f16 on a CPU adapter) goes through attention.wgsl.
+        const bool cpu_attn = !kv16_ && kernels::attentionCpuServes(ctx_.info(), attn_split_);
+        if (cpu_attn) {
+          for (const char* unused : {"PREFILL", "FUSED", "SPLIT", "WG", "RS"}) ak.erase(unused);
+          ak["PT"] = B * kRowWords;
+          ak["PT1"] = kRowWords;
+        }
+        const uint32_t gx =
+            cpu_attn ? (c.n_heads + kernels::kAttentionCpuHeads - 1) / kernels::kAttentionCpuHeads : c.n_heads;
+        (pass ? a.pattn_gx : a.attn_gx) = gx;
+        if (pass) a.pattn_gz = cpu_attn ? 2 : 1;
+        auto k2 = ctx_.kernel(cpu_attn ? "attention_cpu" : "attention", ak, kvdef);
         if (!k2) return std::move(k2).error();
         auto bg2 = ctx_.bindGroup(**k2, {{pass ? &pq_ : &qkv_}, {pass ? &prows_ : &rows_}, {&kc_[l]}, {&vc_[l]},
                                          {pass ? &pqkv_ : &qkv_},
@@ -347,12 +361,19 @@ Status Forward::createDecodeOps() {
   // the prefill row's out_index is always 0, so its out slot is 0 whatever KMAX, and the position it advances is
   // never read (the executor rewrites the prefill row for every chunk; only active, generated, token and finish
   // are copied to the decode row).
+  // There the sampler is also sample_cpu.wgsl (sampleCpuServes): the same picks in plain loops.
   const bool one_sampler = ctx_.info().cpuAdapter();
+  const bool cpu_sampler = sampleCpuServes(ctx_.info());
   for (int pass = 0; pass < 2; ++pass) {
     const bool prefill = pass && !one_sampler;
-    gpu::Constants sk{{"V", c.vocab}, {"KMAX", prefill ? 1 : opts_.max_steps}, {"ADVANCE_POS", prefill ? 0 : 1},
-                      {"WG", sampleWorkgroupSize(ctx_.info())}, {"UNROLL", sampleUnroll()}};
-    auto k = ctx_.kernel("sample", sk);
+    gpu::Constants sk{{"V", c.vocab}, {"KMAX", prefill ? 1 : opts_.max_steps}, {"ADVANCE_POS", prefill ? 0 : 1}};
+    if (cpu_sampler) {
+      sk["ORDER_WG"] = sampleWorkgroupSize(ctx_.info());
+    } else {
+      sk["WG"] = sampleWorkgroupSize(ctx_.info());
+      sk["UNROLL"] = sampleUnroll();
+    }
+    auto k = ctx_.kernel(cpu_sampler ? "sample_cpu" : "sample", sk);
     if (!k) return std::move(k).error();
     auto bg = pass ? ctx_.bindGroup(**k, {{&plogits_}, {&pparams_}, {&counts_}, {&prows_}, {&pout_}, {&pmask_}})
                    : ctx_.bindGroup(**k, {{&logits_}, {&params_}, {&counts_}, {&rows_}, {&out_}, {&mask_}});
@@ -421,7 +442,7 @@ void Forward::recordDecodeStep(gpu::Recorder& rec, uint32_t rows) const {
     if (L.full) {
       const AttnOps& a = *L.attn;
       a.qkv.record(rec, B);
-      rec.dispatch(*a.attn, a.attn_bg, c.n_heads, B, attn_split_);
+      rec.dispatch(*a.attn, a.attn_bg, a.attn_gx, B, attn_split_);
       if (attn_split_ > 1) rec.dispatch(*combine_, combine_bg_, c.n_heads, B);
       a.o.record(rec, B);
     } else {
@@ -500,7 +521,7 @@ void Forward::recordPrefillChunk(gpu::Recorder& rec, uint32_t tokens, bool last,
       a.pnorm.record(rec, tokens);
       a.pqkv.record(rec, tokens);
       rec.dispatch(*a.pprep, a.pprep_bg, c.n_heads + c.n_kv_heads, tokens);
-      rec.dispatch(*a.pattn, a.pattn_bg, c.n_heads, tokens);
+      rec.dispatch(*a.pattn, a.pattn_bg, a.pattn_gx, tokens, a.pattn_gz);
       a.po.record(rec, tokens);
     } else {
       const GdnOps& g = *L.gdn;

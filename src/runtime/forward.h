@@ -124,12 +124,15 @@ class Forward {
   struct AttnOps {
     kernels::GemvOp qkv, o;
     const gpu::Kernel* attn = nullptr;  // decode: q/k norm + RoPE + KV store fused in (attention.wgsl FUSED)
+                                        // or attention_cpu.wgsl (CPU adapters: also the prefill's pattn)
     gpu::BindGroup attn_bg;
+    uint32_t attn_gx = 0;  // decode grid x: HQ, or ceil(HQ / 4) with attention_cpu.wgsl
     // prefill
     kernels::RmsNormOp pnorm;
     kernels::GemmOp pqkv, po;
     const gpu::Kernel *pprep = nullptr, *pattn = nullptr;
     gpu::BindGroup pprep_bg, pattn_bg;
+    uint32_t pattn_gx = 0, pattn_gz = 1;  // prefill grid x and z: HQ and 1, or ceil(HQ / 4) and 2 (attention_cpu)
   };
   struct GdnOps {
     kernels::GemvOp in, out;

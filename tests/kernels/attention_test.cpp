@@ -2,6 +2,7 @@
 // Qwen3.5 gating, sliding window, prefill chunks continuing a cache, batched decode rows with their own slots,
 // and the same through page tables (kv_page.wgsl: a shuffled pool of 16-position pages, as prefix reuse uses).
 #include "kernel_test_util.h"
+#include "kernels/attention_cpu.h"
 
 #include <algorithm>
 #include <cmath>
@@ -91,6 +92,7 @@ struct GpuAttn {
   uint32_t split = 1;  // decode with fused: position ranges merged by attention_combine
   std::vector<uint32_t> tables;  // paged: [slots, maxp] page ids appended to every rows buffer (empty: contiguous)
   uint32_t maxp = 0;
+  bool cpu = false;  // attention_cpu.wgsl for both passes (CPU adapters' plain-loop kernel)
   bool kv16 = false;  // the cache holds f16 pairs (the KV16 define)
   gpu::Constants base(bool prefill, uint32_t rows_words) const {
     gpu::Constants c{{"D", s.d}, {"HQ", s.hq}, {"HKV", s.hkv}, {"CTX", ctx_len}, {"PREFILL", prefill ? 1 : 0},
@@ -128,7 +130,14 @@ struct GpuAttn {
       c2["QK_NORM"] = s.qk_norm ? 1 : 0;
       c2["SPLIT"] = split;
     }
-    auto att = g.kernel("attention", c2, defs);
+    const bool plain = cpu;  // attention_cpu for both passes; the grid's z says which (2: prefill)
+    if (plain) {
+      for (const char* unused : {"PREFILL", "FUSED", "SPLIT", "WG", "RS"}) c2.erase(unused);
+      c2["R"] = s.r;
+      c2["QK_NORM"] = s.qk_norm ? 1 : 0;
+      if (!tables.empty()) c2["PT1"] = rows_words;
+    }
+    auto att = g.kernel(plain ? "attention_cpu" : "attention", c2, defs);
     EXPECT_TRUE(att.ok()) << att.error().toString();
     auto bqkv = upload(qkv), brows = upload(rows);
     auto bq = poisoned((size_t)tokens * s.hq * s.d), bo = poisoned((size_t)tokens * s.hq * s.d);
@@ -140,7 +149,9 @@ struct GpuAttn {
     EXPECT_TRUE(bg1.ok() && bg2.ok());
     gpu::Recorder rec(g);
     if (!one) rec.dispatch(**prep, *bg1, s.hq + s.hkv, tokens);
-    rec.dispatch(**att, *bg2, s.hq, tokens, merged ? split : 1);
+    uint32_t gz = merged ? split : 1;
+    if (plain && prefill) gz = 2;  // attention_cpu's prefill pass
+    rec.dispatch(**att, *bg2, plain ? (s.hq + kAttentionCpuHeads - 1) / kAttentionCpuHeads : s.hq, tokens, gz);
     if (merged) {
       auto comb = g.kernel("attention_combine", {{"D", s.d}, {"HQ", s.hq}, {"HKV", s.hkv}, {"SPLIT", split},
                                                  {"GATED", s.gated ? 1 : 0}});
@@ -155,7 +166,7 @@ struct GpuAttn {
 };
 
 void runShape(const Shape& s, uint32_t seed, uint32_t wg = 256, bool fused = false, uint32_t split = 1,
-              bool paged = false, bool kv16 = false) {
+              bool paged = false, bool cpu_kernel = false, bool kv16 = false) {
   // f16 K and V: each stored value is off by up to 2^-11 of itself, so outputs by about that much of their scale.
   const double tol = kv16 ? 2e-3 : 2e-5;
   std::mt19937 rng(seed);
@@ -183,7 +194,7 @@ void runShape(const Shape& s, uint32_t seed, uint32_t wg = 256, bool fused = fal
   }
   const size_t kv_floats = (paged ? (size_t)pool * s.hkv * 16 * s.d : cpu.k.size()) / (kv16 ? 2 : 1);
   GpuAttn gpu_{poisoned(kv_floats), poisoned(kv_floats), upload(table), upload(cpu.norms), ctx_len, s, wg, fused, split,
-               tables, paged ? maxp : 0, kv16};
+               tables, paged ? maxp : 0, cpu_kernel, kv16};
   const uint32_t W = (s.gated ? 2 : 1) * s.hq * s.d + 2 * s.hkv * s.d;
   auto randomRows = [&](uint32_t n) {
     std::vector<float> v((size_t)n * W);
@@ -227,6 +238,15 @@ void runShape(const Shape& s, uint32_t seed, uint32_t wg = 256, bool fused = fal
     expectClose(got, want, tol, "batched decode");
     ++pos0;
   }
+  // Fused decode of inactive rows (finished, or no sequence: stale slot and position) leaves the cache as it was.
+  if (fused) {
+    // Bit patterns: pages no slot uses keep their NaN poison.
+    const auto k0 = download<uint32_t>(gpu_.kc, kv_floats), v0 = download<uint32_t>(gpu_.vc, kv_floats);
+    std::vector<uint32_t> rows = {1, pos0, 0, 0, 0, 0, 0, 0, 2, 3, 0, 0, 0, 0, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0};
+    gpu_.run(randomRows(3), 3, rows, /*prefill=*/false);
+    EXPECT_EQ(download<uint32_t>(gpu_.kc, kv_floats), k0) << "k cache written by an inactive row";
+    EXPECT_EQ(download<uint32_t>(gpu_.vc, kv_floats), v0) << "v cache written by an inactive row";
+  }
 }
 
 TEST(Attention, LlamaShapeGqa) { runShape({64, 8, 2, 64, false, false}, 1); }
@@ -264,10 +284,22 @@ TEST(Attention, PagedKvCache) {
 // Qwen3.5 gate, a sliding window, within f16's rounding of the double reference (a value in the wrong half of a
 // pair, or a wrong element size anywhere, is off by the values' whole scale).
 TEST(Attention, F16KvCache) {
-  runShape({64, 8, 2, 64, false, false}, 21, 64, true, 1, true, true);
-  runShape({128, 4, 2, 128, true, false}, 22, 256, true, 4, true, true);
-  runShape({256, 4, 1, 64, true, true}, 23, 64, false, 1, true, true);
-  runShape({32, 2, 2, 32, false, false, 40}, 24, 64, true, 5, false, true);
+  runShape({64, 8, 2, 64, false, false}, 21, 64, true, 1, true, false, true);
+  runShape({128, 4, 2, 128, true, false}, 22, 256, true, 4, true, false, true);
+  runShape({256, 4, 1, 64, true, true}, 23, 64, false, 1, true, false, true);
+  runShape({32, 2, 2, 32, false, false, 40}, 24, 64, true, 5, false, false, true);
+}
+
+// CPU adapters' attention (attention_cpu.wgsl: plain loops, one invocation per query head, 4 heads per workgroup),
+// prefill chunks after qk_prepare and fused decode through the one kernel: GQA with 8 query heads (two
+// workgroups), q/k norms and head dim 128, the Qwen3.5 gate with partial rotary and 256-dim heads, 6 query heads
+// over 3 KV heads (a workgroup with two idle lanes), a sliding window, and page tables.
+TEST(Attention, CpuAdapterPrefillAndDecode) {
+  runShape({64, 8, 2, 64, false, false}, 21, 64, true, 1, false, true);
+  runShape({128, 4, 2, 128, true, false}, 22, 64, true, 1, false, true);
+  runShape({256, 4, 1, 64, true, true}, 23, 64, true, 1, false, true);
+  runShape({32, 6, 3, 32, false, false}, 24, 64, true, 1, true, true);
+  runShape({32, 2, 2, 32, false, false, 40}, 25, 64, true, 1, true, true);
 }
 
 TEST(Attention, SmallWorkgroupAsOnCpuAdapters) {

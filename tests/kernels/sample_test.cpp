@@ -2,6 +2,8 @@
 // greedy, penalties and logit_bias, temperature/top-k/top-p draws token for token, exact thresholds on peaked
 // and nearly uniform 151936-token rows, frequencies of a small distribution, stop ids and max_tokens, row
 // state across K steps in one submission, logprobs and top-n. Outputs are poisoned first; inputs are random.
+// The kernel is the device's production sampler: sample_cpu.wgsl on CPU adapters (sample_wgsl_test runs the same
+// cases with EWGPU_SAMPLE_CPU=0), sample.wgsl elsewhere; SampleCpuKernel compares the two on the same rows.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -69,9 +71,16 @@ struct Rig {
   }
 };
 
+// Which kernel a rig runs: the device's production sampler (sample_cpu.wgsl on CPU adapters unless
+// EWGPU_SAMPLE_CPU=0, sample.wgsl elsewhere), or one of the two by name. Tests that pin sample.wgsl's own constants
+// (WG, UNROLL) run kStandard.
+enum class Sampler { kProduction, kStandard, kCpu };
+
 // WRITE_STATS is on in every test specialisation (rows[b*8+7] = survivors), so they share pipelines.
-Rig makeRig(uint32_t B, uint32_t V, uint32_t K, bool advance = true, gpu::Constants extra = {}) {
+Rig makeRig(uint32_t B, uint32_t V, uint32_t K, bool advance = true, gpu::Constants extra = {},
+            Sampler which = Sampler::kProduction) {
   Context& ctx = sharedContext();
+  if (which == Sampler::kProduction) which = sampleCpuServes(ctx.info()) ? Sampler::kCpu : Sampler::kStandard;
   Rig r;
   r.B = B, r.V = V, r.K = K;
   r.logits = makeBuffer(ctx, size_t(B) * V * 4, "logits");
@@ -83,13 +92,18 @@ Rig makeRig(uint32_t B, uint32_t V, uint32_t K, bool advance = true, gpu::Consta
   r.mask = makeBuffer(ctx, size_t(B) * sampleMaskWords(V) * 4, "mask");
   // The production workgroup size for this device (1024 on large GPUs, 256 on SwiftShader) and unroll, unless
   // `extra` sets them.
-  gpu::Constants constants{{"V", V}, {"KMAX", kKmax}, {"ADVANCE_POS", advance ? 1 : 0}, {"WRITE_STATS", 1},
-                           {"WG", sampleWorkgroupSize(ctx.info())}, {"UNROLL", sampleUnroll()}};
-  // SwiftShader's compile time grows with the histogram's workgroup memory (~1 s for the default 8 copies), so
-  // the small-vocabulary specialisations use 2 copies; the 151936 ones keep the production default.
-  if (V != kQwenVocab) constants["HIST_COPIES"] = 2;
+  gpu::Constants constants{{"V", V}, {"KMAX", kKmax}, {"ADVANCE_POS", advance ? 1 : 0}, {"WRITE_STATS", 1}};
+  if (which == Sampler::kCpu) {
+    constants["ORDER_WG"] = sampleWorkgroupSize(ctx.info());  // the summation order of the standard rig's sampler
+  } else {
+    constants["WG"] = sampleWorkgroupSize(ctx.info());
+    constants["UNROLL"] = sampleUnroll();
+    // SwiftShader's compile time grows with the histogram's workgroup memory (~1 s for the default 8 copies), so
+    // the small-vocabulary specialisations use 2 copies; the 151936 ones keep the production default.
+    if (V != kQwenVocab) constants["HIST_COPIES"] = 2;
+  }
   for (const auto& [name, value] : extra) constants[name] = value;
-  auto k = ctx.kernel("sample", constants);
+  auto k = ctx.kernel(which == Sampler::kCpu ? "sample_cpu" : "sample", constants);
   EXPECT_TRUE(k.ok()) << k.error().toString();
   r.kernel = *k;
   auto bg = ctx.bindGroup(*r.kernel, {{&r.logits}, {&r.params}, {&r.counts}, {&r.rows}, {&r.out}, {&r.mask}});
@@ -451,7 +465,7 @@ TEST(SampleKernel, TopKKeepsAllTiesAtTheThreshold) {
 TEST(SampleKernel, DrawFrequenciesFollowTheDistribution) {
   const uint32_t V = 5, B = 100, K = kKmax, kSubmissions = 5;
   const double probs[V] = {0.4, 0.25, 0.2, 0.1, 0.05};
-  Rig r = makeRig(B, V, K, true, {{"WG", 64}});
+  Rig r = makeRig(B, V, K, true, {{"WG", 64}}, Sampler::kStandard);
   for (uint32_t k = 0; k < K; ++k)
     for (uint32_t b = 0; b < B; ++b)
       for (uint32_t i = 0; i < V; ++i) r.step_logits.push_back(std::log(probs[i]) + 1.7f);
@@ -627,7 +641,7 @@ TEST(SampleKernel, EveryUnrollDepthMatchesTheReference) {
     for (uint32_t V : {kSmallVocab, kQwenVocab}) {
       SCOPED_TRACE("UNROLL=" + std::to_string(unroll) + " V=" + std::to_string(V));
       std::mt19937 rng(V + unroll);
-      Rig r = makeRig(3, V, 2, true, {{"UNROLL", unroll}});
+      Rig r = makeRig(3, V, 2, true, {{"UNROLL", unroll}}, Sampler::kStandard);
       r.step_logits = randomLogits(rng, size_t(2) * 3 * V, 2.0f);
       std::vector<SamplingParams> p(3);
       p[0].temperature = 0, p[0].logprobs = true, p[0].n_logprobs = 20;
@@ -684,6 +698,94 @@ TEST(SampleKernel, ReportsDispatchCost) {
     std::printf("[ sample ] V=%u %-34s wall %8.3f ms/step, gpu %8.3f ms/step (%s)\n", V, s.name, ms / K, gpu_ms / K,
                 ctx.info().description.c_str());
   }
+}
+
+// sample_cpu.wgsl (CPU adapters) against sample.wgsl on the same inputs: K steps in one submission of rows with
+// greedy + top-n logprobs, temperature with every penalty, top-k + top-p + logprobs, a sharpened top-p on nearly
+// uniform logits (many close masses), logit_bias with stop ids, a grammar mask, an inactive row and max_tokens.
+// Same tokens, top ids, row state, counts and processed logits, bit for bit: the CPU kernel adds its normalisers in
+// sample.wgsl's order. Logprobs within 1e-6 (they are identical on SwiftShader).
+void expectSamePicks(uint32_t V, uint32_t K, uint32_t seed) {
+  SCOPED_TRACE("V=" + std::to_string(V));
+  const uint32_t B = 8, W = sampleMaskWords(V);
+  std::mt19937 rng(seed);
+  Rig std_rig = makeRig(B, V, K, true, {}, Sampler::kStandard);
+  Rig cpu_rig = makeRig(B, V, K, true, {}, Sampler::kCpu);
+  std::vector<float> logits = randomLogits(rng, size_t(K) * B * V, 2.0f);
+  for (uint32_t k = 0; k < K; ++k) {  // row 5: nearly uniform (a random-weight model's row)
+    for (uint32_t i = 0; i < V; ++i) logits[(size_t(k) * B + 5) * V + i] *= 0.01f;
+  }
+  std::vector<uint32_t> counts(size_t(B) * V, 0);
+  for (uint32_t i = 0; i < B * V; ++i) {
+    const uint32_t roll = rng() % 9;
+    if (roll == 0) counts[i] = kCountPromptBit;
+    if (roll == 1) counts[i] = 1 + rng() % 4;
+    if (roll == 2) counts[i] = kCountPromptBit | (1 + rng() % 2);
+  }
+  std::vector<uint32_t> mask(size_t(B) * W, 0);
+  for (uint32_t i = 0; i < V; ++i)
+    if (rng() % 5 == 0) mask[6 * W + i / 32] |= 1u << (i % 32);
+  std::vector<SamplingParams> p(B);
+  p[0].temperature = 0, p[0].logprobs = true, p[0].n_logprobs = 20;
+  p[1].temperature = 0.8f, p[1].repetition_penalty = 1.3f, p[1].presence_penalty = 0.7f;
+  p[1].frequency_penalty = 0.4f, p[1].seed = rng(), p[1].logprobs = true, p[1].n_logprobs = 3;
+  p[2].temperature = 1.2f, p[2].top_k = 40, p[2].top_p = 0.9f, p[2].seed = uint64_t(rng()) << 32 | rng();
+  p[2].logprobs = true, p[2].n_logprobs = 5;
+  p[3].temperature = 1.0f, p[3].top_k = V / 3, p[3].seed = rng(), p[3].repetition_penalty = 0.8f;
+  p[4].temperature = 0.9f, p[4].seed = rng(), p[4].logit_bias = {{7, 100.0f}, {11, 8.0f}, {7, -1.0f}};
+  p[4].stop_token_ids = {11, 3}, p[4].max_tokens = 100;
+  p[5].temperature = 0.05f, p[5].top_p = 0.3f, p[5].seed = rng(), p[5].logprobs = true;
+  p[6].temperature = 1.0f, p[6].token_mask = true, p[6].seed = rng(), p[6].logprobs = true, p[6].n_logprobs = 4;
+  p[7].temperature = 0.7f, p[7].top_p = 0.95f, p[7].seed = rng(), p[7].max_tokens = 2;
+  std::vector<RowState> rows;
+  for (uint32_t b = 0; b < B; ++b) rows.push_back(freshRow(b, 3 * b));
+  rows[3][kRowActive] = 0;  // inactive from the start: marks every step, keeps its state
+  rows[3][kRowFinish] = 1;
+  rows[1][kRowGenerated] = 17;  // a later hash counter
+  for (Rig* r : {&std_rig, &cpu_rig}) {
+    r->step_logits = logits;
+    r->counts_host = counts;
+    sharedContext().write(r->mask, 0, mask.data(), mask.size() * 4);
+    upload(*r, p, rows);
+    runSteps(*r, K);
+  }
+  Context& ctx = sharedContext();
+  const size_t out_words = size_t(B) * kKmax * kSampleOutWords;
+  auto out_std = readWords(ctx, std_rig.out, out_words), out_cpu = readWords(ctx, cpu_rig.out, out_words);
+  uint32_t sampled = 0;
+  for (uint32_t b = 0; b < B; ++b)
+    for (uint32_t k = 0; k < K; ++k) {
+      SCOPED_TRACE("row " + std::to_string(b) + " step " + std::to_string(k));
+      const SampleOut a = outAt(out_std, std_rig, b, k), c = outAt(out_cpu, cpu_rig, b, k);
+      ASSERT_EQ(c.active, a.active);
+      EXPECT_EQ(c.token, a.token);
+      EXPECT_EQ(c.finish, a.finish);
+      EXPECT_NEAR(c.logprob, a.logprob, 1e-6);
+      ASSERT_EQ(c.top.size(), a.top.size());
+      for (size_t j = 0; j < a.top.size(); ++j) {
+        EXPECT_EQ(c.top[j].id, a.top[j].id) << "top entry " << j;
+        EXPECT_NEAR(c.top[j].logprob, a.top[j].logprob, 1e-6) << "top entry " << j;
+      }
+      sampled += a.active ? 1 : 0;
+    }
+  EXPECT_GT(sampled, B * K / 2);  // most rows sampled at most steps (row 3 never, row 7 twice, row 6 once)
+  EXPECT_EQ(readWords(ctx, cpu_rig.rows, size_t(B) * kSampleRowWords),
+            readWords(ctx, std_rig.rows, size_t(B) * kSampleRowWords));  // state and survivor counts
+  EXPECT_EQ(readWords(ctx, cpu_rig.counts, counts.size()), readWords(ctx, std_rig.counts, counts.size()));
+  EXPECT_EQ(readWords(ctx, cpu_rig.logits, size_t(B) * V), readWords(ctx, std_rig.logits, size_t(B) * V));
+}
+
+// Only on CPU adapters, the only ones that run sample_cpu.wgsl: the bit-exact comparison relies on both kernels
+// compiling each f32 expression alike, which a GPU compiler contracting a * b + c differently in the two need not.
+TEST(SampleCpuKernel, SamePicksAsSampleWgsl) {
+  if (!sharedContext().info().cpuAdapter()) GTEST_SKIP() << "sample_cpu.wgsl runs on CPU adapters only";
+  expectSamePicks(kSmallVocab, 4, 31);
+  expectSamePicks(4096, 3, 32);  // the default model's vocabulary
+}
+
+TEST(SampleCpuKernel, SamePicksAsSampleWgslAtQwenVocab) {
+  if (!sharedContext().info().cpuAdapter()) GTEST_SKIP() << "sample_cpu.wgsl runs on CPU adapters only";
+  expectSamePicks(kQwenVocab, 1, 33);
 }
 
 }  // namespace
