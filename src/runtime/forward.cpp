@@ -44,6 +44,12 @@ uint64_t snapshotBytes(const ModelConfig& c) {
   return b;
 }
 
+// Decode attention shared by a KV group on GPUs (attention_gqa.wgsl); EWGPU_ATTN_GQA=1 on, 0 off.
+bool attnGqa() {
+  const char* e = std::getenv("EWGPU_ATTN_GQA");
+  return e && std::string(e) == "1";
+}
+
 uint32_t pagesFor(uint32_t positions) { return (positions + kPageTokens - 1) / kPageTokens; }
 
 uint32_t attnWidth(const ModelConfig& c) {
@@ -316,11 +322,27 @@ Status Forward::createDecodeOps() {
           ak["PT"] = B * kRowWords;
           ak["PT1"] = kRowWords;
         }
-        const uint32_t gx =
-            cpu_attn ? (c.n_heads + kernels::kAttentionCpuHeads - 1) / kernels::kAttentionCpuHeads : c.n_heads;
+        // GPU decode with grouped query heads: attention_gqa.wgsl, one workgroup per KV head for its G query heads
+        // (EWGPU_ATTN_GQA=0 keeps attention.wgsl's workgroup per query head).
+        const uint32_t G = c.n_heads / std::max(1, c.n_kv_heads);
+        const bool gqa = pass == 0 && !cpu_attn && attnGqa() && G >= 2 && G <= 8 && c.n_heads % c.n_kv_heads == 0;
+        if (gqa) {
+          for (const char* unused : {"PREFILL", "FUSED"}) ak.erase(unused);
+          const uint32_t dv = D / 4;
+          auto bytes = [&](uint32_t wg) { return (G * dv * 16 + G * wg * 4 + wg * 20 + 64) + 2048u + 2048u; };
+          const uint32_t wg = bytes(256) <= ctx_.info().max_compute_workgroup_storage_size ? 256 : 64;
+          ak["WG"] = wg;
+          ak["RS"] = wg == 256 ? 16 : 8;
+          ak["G"] = G;
+          ak["QN"] = G * dv;
+          ak["PN"] = G * wg;
+        }
+        const uint32_t gx = cpu_attn ? (c.n_heads + kernels::kAttentionCpuHeads - 1) / kernels::kAttentionCpuHeads
+                            : gqa    ? c.n_kv_heads
+                                     : c.n_heads;
         (pass ? a.pattn_gx : a.attn_gx) = gx;
         if (pass) a.pattn_gz = cpu_attn ? 2 : 1;
-        auto k2 = ctx_.kernel(cpu_attn ? "attention_cpu" : "attention", ak, kvdef);
+        auto k2 = ctx_.kernel(cpu_attn ? "attention_cpu" : gqa ? "attention_gqa" : "attention", ak, kvdef);
         if (!k2) return std::move(k2).error();
         auto bg2 = ctx_.bindGroup(**k2, {{pass ? &pq_ : &qkv_}, {pass ? &prows_ : &rows_}, {&kc_[l]}, {&vc_[l]},
                                          {pass ? &pqkv_ : &qkv_},

@@ -94,6 +94,7 @@ struct GpuAttn {
   uint32_t maxp = 0;
   bool cpu = false;  // attention_cpu.wgsl for both passes (CPU adapters' plain-loop kernel)
   bool kv16 = false;  // the cache holds f16 pairs (the KV16 define)
+  bool gqa = false;   // fused decode through attention_gqa.wgsl (one workgroup per KV head)
   gpu::Constants base(bool prefill, uint32_t rows_words) const {
     gpu::Constants c{{"D", s.d}, {"HQ", s.hq}, {"HKV", s.hkv}, {"CTX", ctx_len}, {"PREFILL", prefill ? 1 : 0},
                      {"GATED", s.gated ? 1 : 0}};
@@ -137,7 +138,14 @@ struct GpuAttn {
       c2["QK_NORM"] = s.qk_norm ? 1 : 0;
       if (!tables.empty()) c2["PT1"] = rows_words;
     }
-    auto att = g.kernel(plain ? "attention_cpu" : "attention", c2, defs);
+    const bool grouped = gqa && one;
+    if (grouped) {
+      for (const char* unused : {"PREFILL", "FUSED"}) c2.erase(unused);
+      c2["G"] = s.hq / s.hkv;
+      c2["QN"] = s.hq / s.hkv * s.d / 4;
+      c2["PN"] = s.hq / s.hkv * wg;
+    }
+    auto att = g.kernel(plain ? "attention_cpu" : grouped ? "attention_gqa" : "attention", c2, defs);
     EXPECT_TRUE(att.ok()) << att.error().toString();
     auto bqkv = upload(qkv), brows = upload(rows);
     auto bq = poisoned((size_t)tokens * s.hq * s.d), bo = poisoned((size_t)tokens * s.hq * s.d);
@@ -151,7 +159,8 @@ struct GpuAttn {
     if (!one) rec.dispatch(**prep, *bg1, s.hq + s.hkv, tokens);
     uint32_t gz = merged ? split : 1;
     if (plain && prefill) gz = 2;  // attention_cpu's prefill pass
-    rec.dispatch(**att, *bg2, plain ? (s.hq + kAttentionCpuHeads - 1) / kAttentionCpuHeads : s.hq, tokens, gz);
+    rec.dispatch(**att, *bg2, plain ? (s.hq + kAttentionCpuHeads - 1) / kAttentionCpuHeads : grouped ? s.hkv : s.hq,
+                 tokens, gz);
     if (merged) {
       auto comb = g.kernel("attention_combine", {{"D", s.d}, {"HQ", s.hq}, {"HKV", s.hkv}, {"SPLIT", split},
                                                  {"GATED", s.gated ? 1 : 0}});
@@ -166,7 +175,7 @@ struct GpuAttn {
 };
 
 void runShape(const Shape& s, uint32_t seed, uint32_t wg = 256, bool fused = false, uint32_t split = 1,
-              bool paged = false, bool cpu_kernel = false, bool kv16 = false) {
+              bool paged = false, bool cpu_kernel = false, bool kv16 = false, bool gqa = false) {
   // f16 K and V: each stored value is off by up to 2^-11 of itself, so outputs by about that much of their scale.
   const double tol = kv16 ? 2e-3 : 2e-5;
   std::mt19937 rng(seed);
@@ -194,7 +203,7 @@ void runShape(const Shape& s, uint32_t seed, uint32_t wg = 256, bool fused = fal
   }
   const size_t kv_floats = (paged ? (size_t)pool * s.hkv * 16 * s.d : cpu.k.size()) / (kv16 ? 2 : 1);
   GpuAttn gpu_{poisoned(kv_floats), poisoned(kv_floats), upload(table), upload(cpu.norms), ctx_len, s, wg, fused, split,
-               tables, paged ? maxp : 0, cpu_kernel, kv16};
+               tables, paged ? maxp : 0, cpu_kernel, kv16, gqa};
   const uint32_t W = (s.gated ? 2 : 1) * s.hq * s.d + 2 * s.hkv * s.d;
   auto randomRows = [&](uint32_t n) {
     std::vector<float> v((size_t)n * W);
@@ -300,6 +309,17 @@ TEST(Attention, CpuAdapterPrefillAndDecode) {
   runShape({256, 4, 1, 64, true, true}, 23, 64, true, 1, false, true);
   runShape({32, 6, 3, 32, false, false}, 24, 64, true, 1, true, true);
   runShape({32, 2, 2, 32, false, false, 40}, 25, 64, true, 1, true, true);
+}
+
+// Fused decode with the query heads of a KV group in one workgroup (attention_gqa.wgsl, GPUs' decode): GQA 4:1 and
+// 2:1 with q/k norms, the Qwen3.5 gate with 256-dim heads (64 threads: its workgroup memory at 256 would pass
+// 16 KiB), split and merged ranges, page tables, the f16 cache, a sliding window with one head per group.
+TEST(Attention, GroupedQueryHeadsShareAWorkgroup) {
+  runShape({64, 8, 2, 64, false, false}, 31, 256, true, 1, false, false, false, true);
+  runShape({128, 4, 2, 128, true, false}, 32, 256, true, 4, true, false, false, true);
+  runShape({256, 4, 1, 64, true, true}, 33, 64, true, 3, false, false, true, true);
+  runShape({64, 8, 2, 64, false, false}, 34, 256, true, 16, true, false, true, true);
+  runShape({32, 2, 2, 32, false, false, 40}, 35, 64, true, 5, false, false, false, true);
 }
 
 TEST(Attention, SmallWorkgroupAsOnCpuAdapters) {
