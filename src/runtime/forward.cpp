@@ -322,8 +322,8 @@ Status Forward::createDecodeOps() {
           ak["PT"] = B * kRowWords;
           ak["PT1"] = kRowWords;
         }
-        // GPU decode with grouped query heads: attention_gqa.wgsl, one workgroup per KV head for its G query heads
-        // (EWGPU_ATTN_GQA=0 keeps attention.wgsl's workgroup per query head).
+        // Opt-in (EWGPU_ATTN_GQA=1), GPUs: attention_gqa.wgsl, one workgroup per KV head for its G query heads. It
+        // measured slower than attention.wgsl's workgroup per query head (docs/measurements/h200-run18).
         const uint32_t G = c.n_heads / std::max(1, c.n_kv_heads);
         const bool gqa = pass == 0 && !cpu_attn && attnGqa() && G >= 2 && G <= 8 && c.n_heads % c.n_kv_heads == 0;
         if (gqa) {
