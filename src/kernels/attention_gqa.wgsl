@@ -26,25 +26,6 @@ override PN: u32 = 256u;         // G * WG
 
 @group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;  // unused (bound as in attention.wgsl)
 @group(0) @binding(1) var<storage, read> rows: array<u32>;
-//#if KV16
-@group(0) @binding(2) var<storage, read_write> kc: array<vec2<u32>>;
-@group(0) @binding(3) var<storage, read_write> vc: array<vec2<u32>>;
-fn kload(i: u32) -> vec4<f32> { let w = kc[i]; return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)); }
-fn vload(i: u32) -> vec4<f32> { let w = vc[i]; return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)); }
-fn kvstore(i: u32, k: vec4<f32>, v: vec4<f32>) {
-  kc[i] = vec2<u32>(pack2x16float(k.xy), pack2x16float(k.zw));
-  vc[i] = vec2<u32>(pack2x16float(v.xy), pack2x16float(v.zw));
-}
-//#else
-@group(0) @binding(2) var<storage, read_write> kc: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read_write> vc: array<vec4<f32>>;
-fn kload(i: u32) -> vec4<f32> { return kc[i]; }
-fn vload(i: u32) -> vec4<f32> { return vc[i]; }
-fn kvstore(i: u32, k: vec4<f32>, v: vec4<f32>) {
-  kc[i] = k;
-  vc[i] = v;
-}
-//#endif
 @group(0) @binding(4) var<storage, read> qkv: array<f32>;
 @group(0) @binding(5) var<storage, read_write> out: array<vec4<f32>>;
 @group(0) @binding(6) var<storage, read> rope: array<f32>;
@@ -52,63 +33,17 @@ fn kvstore(i: u32, k: vec4<f32>, v: vec4<f32>) {
 
 var<workgroup> qs: array<vec4<f32>, QN>;     // [G, DV], scaled
 var<workgroup> p: array<f32, PN>;            // [G, WG]
-var<workgroup> red: array<f32, WG>;
-var<workgroup> red2: array<f32, RS>;
 var<workgroup> accs: array<vec4<f32>, WG>;
-var<workgroup> hb: array<f32, 256>;
-var<workgroup> hn: array<f32, 256>;
 var<workgroup> kcur: array<vec4<f32>, 64>;
 var<workgroup> vcur: array<vec4<f32>, 64>;
 
-fn reduceMax(v: f32, lid: u32) -> f32 {
-  red[lid] = v;
-  workgroupBarrier();
-  if (lid < RS) {
-    var r = red[lid * RS];
-    for (var j = 1u; j < RS; j++) { r = max(r, red[lid * RS + j]); }
-    red2[lid] = r;
-  }
-  workgroupBarrier();
-  var r = red2[0];
-  for (var j = 1u; j < RS; j++) { r = max(r, red2[j]); }
-  return r;  // the next reduction's first barrier orders these reads of red2 before its writes
-}
-
-fn reduceSum(v: f32, lid: u32) -> f32 {
-  red[lid] = v;
-  workgroupBarrier();
-  if (lid < RS) {
-    var r = 0.0;
-    for (var j = 0u; j < RS; j++) { r += red[lid * RS + j]; }
-    red2[lid] = r;
-  }
-  workgroupBarrier();
-  var r = 0.0;
-  for (var j = 0u; j < RS; j++) { r += red2[j]; }
-  return r;
-}
+//#include attention_shared
 
 //#include attention_gate
 
 //#include qk_rope
 
 //#include kv_page
-
-fn prepHead(src: u32, noff: u32, p_: u32, lid: u32) {
-  var ss = 0.0;
-  for (var d = lid; d < D; d += WG) {
-    let v = qkv[src + d];
-    hn[d] = v;
-    ss += v * v;
-  }
-  if (QK_NORM) {
-    let r = inverseSqrt(reduceSum(ss, lid) / f32(D) + EPS);
-    for (var d = lid; d < D; d += WG) { hn[d] = hn[d] * r * norms[noff + d]; }
-  }
-  workgroupBarrier();
-  for (var d = lid; d < D; d += WG) { hb[d] = ropeRotate(hn[d], hn[partnerOf(d)], d, p_); }
-  workgroupBarrier();
-}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {

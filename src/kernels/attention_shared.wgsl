@@ -1,0 +1,75 @@
+// Snippet (//#include attention_shared): what the decode attention kernels (attention.wgsl, attention_gqa.wgsl)
+// share. The KV cache bindings 2 and 3 with their loads and store (f32, or f16 pairs with the KV16 define), the
+// reduction and head-preparation scratch, the two-barrier workgroup reductions and prepHead. Uses the including
+// kernel's D, WG, RS, QK_NORM, EPS overrides, its qkv and norms bindings, and qk_rope's ropeRotate / partnerOf.
+//#if KV16
+@group(0) @binding(2) var<storage, read_write> kc: array<vec2<u32>>; // [slots, HKV, CTX, D] or pages (kv_page)
+@group(0) @binding(3) var<storage, read_write> vc: array<vec2<u32>>;
+fn kload(i: u32) -> vec4<f32> { let w = kc[i]; return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)); }
+fn vload(i: u32) -> vec4<f32> { let w = vc[i]; return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)); }
+fn kvstore(i: u32, k: vec4<f32>, v: vec4<f32>) {
+  kc[i] = vec2<u32>(pack2x16float(k.xy), pack2x16float(k.zw));
+  vc[i] = vec2<u32>(pack2x16float(v.xy), pack2x16float(v.zw));
+}
+//#else
+@group(0) @binding(2) var<storage, read_write> kc: array<vec4<f32>>; // [slots, HKV, CTX, D] or pages (kv_page)
+@group(0) @binding(3) var<storage, read_write> vc: array<vec4<f32>>;
+fn kload(i: u32) -> vec4<f32> { return kc[i]; }
+fn vload(i: u32) -> vec4<f32> { return vc[i]; }
+fn kvstore(i: u32, k: vec4<f32>, v: vec4<f32>) {
+  kc[i] = k;
+  vc[i] = v;
+}
+//#endif
+
+var<workgroup> red: array<f32, WG>;
+var<workgroup> red2: array<f32, RS>;
+var<workgroup> hb: array<f32, 256>;          // one head being prepared (prepHead)
+var<workgroup> hn: array<f32, 256>;
+
+// Workgroup max / sum in two barriers: RS threads fold RS values each, then every thread folds the RS.
+fn reduceMax(v: f32, lid: u32) -> f32 {
+  red[lid] = v;
+  workgroupBarrier();
+  if (lid < RS) {
+    var r = red[lid * RS];
+    for (var j = 1u; j < RS; j++) { r = max(r, red[lid * RS + j]); }
+    red2[lid] = r;
+  }
+  workgroupBarrier();
+  var r = red2[0];
+  for (var j = 1u; j < RS; j++) { r = max(r, red2[j]); }
+  return r;
+}
+
+fn reduceSum(v: f32, lid: u32) -> f32 {
+  red[lid] = v;
+  workgroupBarrier();
+  if (lid < RS) {
+    var r = 0.0;
+    for (var j = 0u; j < RS; j++) { r += red[lid * RS + j]; }
+    red2[lid] = r;
+  }
+  workgroupBarrier();
+  var r = 0.0;
+  for (var j = 0u; j < RS; j++) { r += red2[j]; }
+  return r;
+}
+
+// FUSED: hb[0..D) = the head at qkv[src .. src + D) after the optional RMSNorm (weights norms[noff ..]) and the
+// rotary embedding at position p (as qk_prepare.wgsl). Uniform control flow (barriers).
+fn prepHead(src: u32, noff: u32, p: u32, lid: u32) {
+  var ss = 0.0;
+  for (var d = lid; d < D; d += WG) {
+    let v = qkv[src + d];
+    hn[d] = v;
+    ss += v * v;
+  }
+  if (QK_NORM) {
+    let r = inverseSqrt(reduceSum(ss, lid) / f32(D) + EPS);
+    for (var d = lid; d < D; d += WG) { hn[d] = hn[d] * r * norms[noff + d]; }
+  }
+  workgroupBarrier();
+  for (var d = lid; d < D; d += WG) { hb[d] = ropeRotate(hn[d], hn[partnerOf(d)], d, p); }
+  workgroupBarrier();
+}
