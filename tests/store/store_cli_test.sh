@@ -59,6 +59,13 @@ json.dump({"version": "1.0", "added_tokens": added, "decoder": {"type": "ByteLev
 added=$("$EWGPU" add "$WORK/tiny" --id tiny --json)
 python3 -c 'import json,sys; r=json.loads(sys.argv[1]); assert "url" not in r and "://" not in sys.argv[1], r' "$added" \
   || fail "local record carries a URL: $added"
+# A folder of an architecture the engine does not run (Phi-3.5-vision's phi3_v) is UNSUPPORTED, naming it.
+cp -r "$WORK/tiny" "$WORK/vision"
+python3 -c 'import json,sys; p=sys.argv[1]; d=json.load(open(p)); d["model_type"]="phi3_v"; json.dump(d, open(p,"w"))' \
+  "$WORK/vision/mlc-chat-config.json"
+err=$("$EWGPU" show "$WORK/vision" --json 2>&1 || true)
+[ "$(echo "$err" | field '["error"]["code"]')" = UNSUPPORTED ] || fail "phi3_v folder: $err"
+echo "$err" | grep -q "model_type 'phi3_v'" || fail "phi3_v not named: $err"
 "$EWGPU" rm tiny >/dev/null
 err=$("$EWGPU" prefetch tiny --json 2>&1 >/dev/null || true)
 echo "$err" | grep -q "re-register the folder" || fail "evicted local: $err"
