@@ -139,6 +139,8 @@ def emulate_stored(original, quant, offset_norms):
         w = np.asarray(w, dtype=np.float32)
         if w.ndim == 2 and quant.startswith("q4"):
             out[name] = q35.q4_roundtrip(w, scale_round)
+        elif name.endswith(("mlp.dense_h_to_4h.bias", "mlp.dense_4h_to_h.bias")):  # gpt_neox: float32, bf16-encoded
+            out[name] = q35.bf16_round(w)
         elif offset_norms and (name.endswith(offset_norms) or name.endswith("model.norm.weight")):
             out[name] = model_round(w + np.float32(1)) - np.float32(1)
         else:

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "command.h"
+#include "model/conv_template_presets.h"
 #include "model/model_folder.h"
 #include "model/tiny_model.h"
 
@@ -91,7 +92,11 @@ Registration reg{
        app.add_flag("--vocab-from-tokenizer", f->vocab_from_tokenizer, "embedding rows = the tokenizer's size exactly");
        app.add_flag("--untied", f->untied, "write a separate lm_head");
        app.add_option("--template", f->conv_template, "conversation template preset (default: the family's)")
-           ->check(CLI::IsMember({"chatml", "qwen2", "qwen3", "qwen3_5", "qwen3_5_nothink", "llama-3"}));
+           ->check(CLI::IsMember([] {
+             std::vector<std::string> names = {"chatml", "qwen2", "qwen3", "qwen3_5", "qwen3_5_nothink", "llama-3"};
+             for (auto& n : extraConvTemplateNames()) names.push_back(n);  // gemma_instruction, phi-3, ...
+             return names;
+           }()));
        addJsonFlag(app, f->json);
        return [f] { return runMakeTiny(*f); };
      }}};

@@ -95,23 +95,30 @@ int cmdList(const ListFlags& a) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& l : *all) out.push_back(listingJson(l));
   if (a.catalog)
-    for (const auto& e : prebuiltCatalog())
+    for (const auto& e : prebuiltCatalog()) {
+      const std::string why = notRunnableReason(e);  // "" for an entry this engine runs
       out.push_back({{"id", e.model_id},
                      {"state", "catalogue"},
                      {"source", "prebuilt"},
                      {"arch", e.arch},
-                     {"vram_required_MB", e.vram_required_mb}});
+                     {"vram_required_MB", e.vram_required_mb},
+                     {"runnable", why.empty()},
+                     {"reason", why}});
+    }
   if (json) {
     std::cout << nlohmann::json{{"cache_dir", (*store)->cacheDir()}, {"models", out}}.dump(2) << "\n";
     return 0;
   }
-  std::printf("%-48s %-9s %-20s %-8s\n", "ID", "STATE", "SIZE", "SOURCE");
+  std::printf("%-48s %-9s %-20s %-8s%s\n", "ID", "STATE", "SIZE", "SOURCE", a.catalog ? " RUNNABLE" : "");
   for (const auto& m : out) {
     std::string size = m["state"] == "catalogue" ? "-"
                                                  : humanBytes((double)m["bytes_on_disk"].get<int64_t>()) + " / " +
                                                        humanBytes((double)m["bytes_total"].get<int64_t>());
-    std::printf("%-48s %-9s %-20s %-8s\n", m["id"].get<std::string>().c_str(), m["state"].get<std::string>().c_str(),
-                size.c_str(), m["source"].get<std::string>().c_str());
+    std::string runnable;  // catalogue rows: "yes", or "no: <reason>"
+    if (m.contains("runnable"))
+      runnable = m["runnable"].get<bool>() ? " yes" : " no: " + m["reason"].get<std::string>();
+    std::printf("%-48s %-9s %-20s %-8s%s\n", m["id"].get<std::string>().c_str(), m["state"].get<std::string>().c_str(),
+                size.c_str(), m["source"].get<std::string>().c_str(), runnable.c_str());
   }
   return 0;
 }

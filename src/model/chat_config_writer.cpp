@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "model/conv_template_presets.h"
 #include "model/tiny_model.h"
 
 namespace ewgpu {
@@ -211,10 +212,11 @@ json convTemplatePreset(std::string_view name) {
     t["role_empty_sep"] = "<|end_header_id|>\n\n";
     return t;
   }
-  return json();
+  return extraConvTemplate(name);  // gemma, phi, stablelm, redpajama, olmo2, ministral3, mistral fine-tunes
 }
 
 std::string_view defaultConvTemplateName(Arch a) {
+  if (auto t = extraDefaultConvTemplate(archName(a)); !t.empty()) return t;
   switch (a) {
     case Arch::kLlama:
       return "llama-3";

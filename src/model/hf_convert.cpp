@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "model/expected_params.h"
+#include "model/hf_convert_archs.h"
 #include "model/safetensors.h"
 
 namespace ewgpu {
@@ -100,6 +101,11 @@ bool isOffsetNorm(const ModelConfig& c, const std::string& name) {
 
 static Result<ModelConfig> modelConfigFromHfUnchecked(const json& hfIn, Quant quant) {
   if (!hfIn.is_object()) return hfError("config.json", "bad_json", "is not a JSON object");
+  if (!otherDecoderModelType(hfIn).empty()) {  // gemma, phi, stablelm, ...: hf_convert_archs.h
+    auto j = otherDecoderChatConfig(hfIn, quant);
+    if (!j.ok()) return std::move(j).error();
+    return parseModelConfig(*j, "config.json");
+  }
   json hf = textConfig(hfIn);
   json mc = json::object();
   for (const char* k :
@@ -149,6 +155,7 @@ Result<ModelConfig> modelConfigFromHf(const json& hf, Quant quant) {
 }
 
 Result<WeightMap> mlcWeightsFromHf(const ModelConfig& c, const std::map<std::string, std::vector<float>>& hfIn) {
+  if (isOtherDecoderType(c.model_type)) return otherDecoderWeights(c, hfIn);
   std::map<std::string, std::vector<float>> hf;  // names with the "model." prefix of a text model
   for (const auto& [name, v] : hfIn) {
     if (startsWith(name, "model.visual.") || startsWith(name, "mtp.") || endsWith(name, "rotary_emb.inv_freq"))
@@ -204,7 +211,9 @@ Status convertHfFolder(const std::string& hf_dir, const std::string& out_dir, Qu
   }
   auto weights = mlcWeightsFromHf(*cfg, tensors);
   if (!weights.ok()) return std::move(weights).error();
-  return writeMlcFolder(out_dir, *cfg, *weights, quant, tokenizer_json_path);
+  auto written = writeMlcFolder(out_dir, *cfg, *weights, quant, tokenizer_json_path);
+  if (!written.ok() || !isOtherDecoderType(cfg->model_type)) return written;
+  return writeMlcModelConfig(out_dir, cfg->raw["model_config"]);  // MLC's own field set for these
 }
 
 }  // namespace ewgpu

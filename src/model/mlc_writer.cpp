@@ -2,6 +2,7 @@
 // pieces declared in mlc_writer.h.
 #include "model/mlc_writer.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -114,16 +115,30 @@ ModelConfig finalizeWriterConfig(ModelConfig c, const TokenizerFacts& tok) {
     // The preset ids are those of the family's real tokenizer; use the ids of this tokenizer instead, and none
     // where it lacks the token (a byte-level test tokenizer has no special tokens: an id of the real family's
     // vocabulary would lie outside this model's, which the loader rejects).
+    // A preset id this tokenizer holds as an added token stays too (gemma's <bos> 2 and <eos> 1).
+    auto added = [&](const json& id) {
+      for (const auto& [text, v] : tok.added)
+        if (id == v) return true;
+      return false;
+    };
     json ids = json::array();
-    for (const auto& s : t.value("stop_str", json::array()))
-      if (!s.is_string())
-        continue;
-      else if (auto it = tok.added.find(s.get<std::string>()); it != tok.added.end())
-        ids.push_back(it->second);
+    auto push = [&](const json& id) {
+      if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+    };
+    for (const auto& s : t.value("stop_str", json::array())) {
+      auto it = s.is_string() ? tok.added.find(s.get<std::string>()) : tok.added.end();
+      if (it != tok.added.end()) push(it->second);
+    }
+    for (const auto& id : t.value("stop_token_ids", json::array()))
+      if (added(id)) push(id);
     t["stop_token_ids"] = ids;
     if (t.value("system_prefix_token_ids", json()).is_array()) {
+      json prefix = json::array();
+      for (const auto& id : t["system_prefix_token_ids"])
+        if (added(id)) prefix.push_back(id);
       auto it = tok.added.find("<|begin_of_text|>");
-      t["system_prefix_token_ids"] = it != tok.added.end() ? json{it->second} : json::array();
+      if (prefix.empty() && it != tok.added.end()) prefix.push_back(it->second);
+      t["system_prefix_token_ids"] = prefix;
     }
   }
   if (c.tokenizer_info.is_null() || c.tokenizer_info.empty()) c.tokenizer_info = tok.info;

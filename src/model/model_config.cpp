@@ -28,6 +28,15 @@ Error fieldError(const std::string& file, const std::string& field, const std::s
                    {{"file", file}, {"field", field}, {"problem", problem}});
 }
 
+// UNSUPPORTED naming the model_type: a valid folder of an architecture this engine has no forward pass for.
+Error unsupportedArchError(const std::string& file, const std::string& type) {
+  std::string runnable;
+  for (auto& [k, n] : kArchNames) runnable += (runnable.empty() ? "" : ", ") + std::string(n);
+  return makeError(ErrorCode::kUnsupported,
+                   file + ": model_type '" + type + "' is not an architecture this engine runs (it runs " + runnable + ")",
+                   {{"file", file}, {"field", "model_type"}, {"problem", "unsupported"}, {"model_type", type}});
+}
+
 const nlohmann::json kNoObject;  // FieldReader keeps references: a named null, not a temporary
 
 // Typed lookups over model_config (then the top level) with the errors the loader reports. A field present in
@@ -130,6 +139,7 @@ Result<std::optional<RopeScaling>> parseRopeScaling(const FieldReader& f, const 
   const nlohmann::json* v = f.find("rope_scaling");
   if (!v) v = f.find("rope_parameters");  // ministral3 (transformers 5's name)
   if (!v) return std::optional<RopeScaling>{};
+  if (v->is_number() && v->get<double>() == 0) return std::optional<RopeScaling>{};  // MLC's gemma3 writes 0
   if (!v->is_object()) return fieldError(file, "rope_scaling", "wrong_type", "is not an object");
   std::string type = "default";
   for (const char* k : {"type", "rope_type"}) {  // rope_type wins when both are there
@@ -444,6 +454,14 @@ std::optional<Arch> archFromName(std::string_view s) {
   return std::nullopt;
 }
 
+bool archRunnable(std::string_view model_type) { return archFromName(model_type).has_value(); }
+
+std::vector<std::string> runnableArchNames() {
+  std::vector<std::string> v;
+  for (auto& [k, n] : kArchNames) v.emplace_back(n);
+  return v;
+}
+
 std::string_view quantName(Quant q) {
   for (auto& [k, n] : kQuantNames)
     if (k == q) return n;
@@ -501,7 +519,7 @@ static Result<ModelConfig> parseModelConfigUnchecked(const nlohmann::json& j, co
   if (!mt->is_string()) return fieldError(path, "model_type", "wrong_type", "is not a string");
   c.model_type = mt->get<std::string>();
   auto arch = archFromName(c.model_type);
-  if (!arch) return fieldError(path, "model_type", "unsupported", "names an unsupported architecture");
+  if (!arch) return unsupportedArchError(path, c.model_type);
   c.arch = *arch;
   auto qn = j.find("quantization");
   if (qn == j.end() || qn->is_null()) return fieldError(path, "quantization", "missing_field", "is missing");

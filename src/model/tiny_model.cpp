@@ -53,13 +53,20 @@ struct Preset {
   std::string_view name;
   Arch arch;
   int hidden, intermediate, layers, heads, kv_heads, head_dim, vocab;
+  bool tie = true;
 };
+// Dims from each model's HF config.json (the families' rows: docs/mlc-architectures.md).
 constexpr Preset kPresets[] = {
     {"qwen3-0.6b", Arch::kQwen3, 1024, 3072, 28, 16, 8, 128, 151936},
     {"llama-3.2-1b", Arch::kLlama, 2048, 8192, 16, 32, 8, 64, 128256},
     {"qwen2.5-1.5b", Arch::kQwen2, 1536, 8960, 28, 12, 2, 128, 151936},
     {"qwen3.5-0.8b", Arch::kQwen3_5, 1024, 3584, 24, 8, 2, 256, 248320},
     {"qwen3.5-2b", Arch::kQwen3_5, 2048, 6144, 24, 8, 2, 256, 248320},
+    {"phi-3.5-mini", Arch::kPhi3, 3072, 8192, 32, 32, 32, 96, 32064, false},
+    {"gemma-2-2b", Arch::kGemma2, 2304, 9216, 26, 8, 4, 256, 256000},
+    {"gemma3-1b", Arch::kGemma3, 1152, 6912, 26, 4, 1, 256, 262144},
+    {"olmo-2-1b", Arch::kOlmo2, 2048, 8192, 16, 16, 16, 128, 100352, false},
+    {"stablelm-2-1.6b", Arch::kStableLm, 2048, 5632, 24, 32, 32, 64, 100352, false},
 };
 
 // Random packed codes for one row (codes 0..2*max_int, padding codes 0).
@@ -209,6 +216,12 @@ bool familyTinyConfig(const TinyModelSpec& spec, ModelConfig& c) {
   }
 }
 
+nlohmann::json presetNames() {
+  nlohmann::json names = nlohmann::json::array();
+  for (const Preset& p : kPresets) names.push_back(std::string(p.name));
+  return names;
+}
+
 }  // namespace
 
 Status applyShapePreset(TinyModelSpec& spec, std::string_view shape) {
@@ -223,7 +236,7 @@ Status applyShapePreset(TinyModelSpec& spec, std::string_view shape) {
     spec.n_kv_heads = p.kv_heads;
     spec.head_dim = p.head_dim;
     spec.vocab = p.vocab;
-    spec.tie_embeddings = true;
+    spec.tie_embeddings = p.tie;
     spec.lin_k_heads = spec.lin_v_heads = 16;
     spec.lin_k_dim = spec.lin_v_dim = 128;
     spec.lin_conv_kernel = 4;
@@ -231,8 +244,7 @@ Status applyShapePreset(TinyModelSpec& spec, std::string_view shape) {
     return {};
   }
   return makeError(ErrorCode::kBadRequest, "unknown shape preset " + std::string(shape),
-                   {{"shape", std::string(shape)},
-                    {"known", {"qwen3-0.6b", "llama-3.2-1b", "qwen2.5-1.5b", "qwen3.5-0.8b", "qwen3.5-2b"}}});
+                   {{"shape", std::string(shape)}, {"known", presetNames()}});
 }
 
 ModelConfig tinyModelConfig(const TinyModelSpec& spec, int tokenizer_vocab) {

@@ -7,6 +7,8 @@
 #include <regex>
 #include <sstream>
 
+#include "model/model_config.h"
+
 namespace ewgpu {
 namespace {
 
@@ -62,8 +64,34 @@ nlohmann::json FitReport::toJson() const {
   return {{"ok", ok}, {"blockers", issuesJson(blockers)}, {"warnings", issuesJson(warnings)}};
 }
 
-bool isSupportedArch(const std::string& a) {
-  return a == "llama" || a == "mistral" || a == "qwen2" || a == "qwen3" || a == "qwen3_5" || a == "qwen3_5_text";
+bool isSupportedArch(const std::string& a) { return archRunnable(a); }
+
+std::span<const ArchGap> notYetRunnableArchs() {
+  static constexpr ArchGap kGaps[] = {
+      {"phi3_v", "a vision-language model: image input is not implemented"},
+      {"bert", "an embedding model: embeddings are not implemented yet"},
+      {"gemma4", "not in mlc-llm's model registry: its layout is unknown"},
+  };
+  return kGaps;
+}
+
+namespace {
+
+std::string archBlocker(const std::string& arch) {
+  std::string why = "is not implemented";
+  for (const ArchGap& g : notYetRunnableArchs())
+    if (g.arch == arch) why = std::string(g.reason);
+  std::string runnable;
+  for (const auto& n : runnableArchNames()) runnable += (runnable.empty() ? "" : ", ") + n;
+  return "architecture " + arch + ": " + why + " (this engine runs " + runnable + ")";
+}
+
+}  // namespace
+
+std::string notRunnableReason(const CatalogEntry& e) {
+  if (!isSupportedArch(e.arch)) return archBlocker(e.arch);
+  if (!e.webllm_model_type.empty() && e.webllm_model_type != "LLM") return "a " + e.webllm_model_type + " model, not a text LLM";
+  return "";
 }
 
 ModelFacts factsFromCatalog(const CatalogEntry& e) {
@@ -109,8 +137,7 @@ FitReport checkFit(const ModelFacts& f, const DeviceInfo& dev) {
   if (f.arch.empty())
     r.warnings.push_back({"arch_unknown", "architecture unknown until mlc-chat-config.json is fetched"});
   else if (!isSupportedArch(f.arch))
-    r.blockers.push_back({"unsupported_arch", "architecture " + f.arch +
-                                                  " is not implemented (llama, mistral, qwen2, qwen3, qwen3_5 are)"});
+    r.blockers.push_back({"unsupported_arch", archBlocker(f.arch)});
   if (f.webllm_model_type != "LLM")
     r.blockers.push_back({"not_text_llm", "a " + f.webllm_model_type + " model, not a text LLM"});
   if (dev.max_storage_buffer_binding_size == 0) {
@@ -155,7 +182,7 @@ Result<std::vector<Recommendation>> recommendModels(const DeviceInfo& dev, const
   double budget = o.max_vram_mb.value_or((double)dev.deviceLocalBytes() / kMB);  // 0: no budget known
   std::vector<Recommendation> out;
   for (const auto& e : prebuiltCatalog()) {
-    if (!isSupportedArch(e.arch) || (!e.webllm_model_type.empty() && e.webllm_model_type != "LLM")) continue;
+    if (!notRunnableReason(e).empty()) continue;  // only runnable entries are recommended
     if (budget > 0 && e.vram_required_mb > budget) continue;
     Recommendation r;
     r.entry = &e;

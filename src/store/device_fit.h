@@ -1,8 +1,9 @@
 // Device fit: can this adapter run a model (before anything is downloaded), and which catalogue models suit it.
 //
 // canRun separates blockers (it will not run) from warnings (it runs, but slower or at a risk):
-//  - architecture outside the engine's set (llama, mistral, qwen2, qwen3, qwen3_5/_text) or not a text LLM:
-//    blocker. Other architectures need forward graphs (layouts, norms, activations) the engine does not have.
+//  - architecture outside the engine's set (archRunnable: llama, mistral, qwen2, qwen3, qwen3_5/_text today) or
+//    not a text LLM: blocker. Other architectures need forward graphs (layouts, norms, activations) the engine
+//    does not have; notYetRunnableArchs says why for each of the catalogue's.
 //  - one tensor row larger than maxStorageBufferBindingSize: blocker (the engine splits a big tensor across
 //    bindings by rows, never inside a row); a tensor larger than the limit but splittable: warning.
 //    Tensor sizes come from the model's tensor-cache.json when the store already has it, else from the
@@ -17,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -39,8 +41,20 @@ struct FitReport {
   nlohmann::json toJson() const;
 };
 
-// The architectures the engine implements (mlc model_type).
+// The architectures the engine implements (mlc model_type): archRunnable (model/model_config.h), the one list.
 bool isSupportedArch(const std::string& arch);
+
+// The catalogue's architectures the engine does not run yet, each with the reason (docs/store.md
+// "Architectures"). Every catalogue entry's arch is runnable or listed here, and nothing listed here is
+// runnable: tests/store/store_catalog_test.cpp walks the catalogue and keeps both true, so adding an
+// architecture means removing it from this list.
+struct ArchGap {
+  std::string_view arch, reason;
+};
+std::span<const ArchGap> notYetRunnableArchs();
+
+// Why a catalogue entry cannot run on any device ("" when it can): its architecture, or not a text LLM.
+std::string notRunnableReason(const CatalogEntry& e);
 
 // What is known about a model before download; filled from the catalogue and/or a cached folder.
 struct ModelFacts {

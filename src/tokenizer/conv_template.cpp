@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include "model/conv_template_presets.h"
+
 namespace ewgpu {
 
 namespace {
@@ -101,6 +103,7 @@ std::optional<nlohmann::json> builtinJson(std::string_view name) {
                           {"system_prefix_token_ids", {1}},
                           {"add_role_after_system_message", false}};
   }
+  if (auto j = extraConvTemplate(name); !j.is_null()) return j;
   return std::nullopt;
 }
 
@@ -139,7 +142,10 @@ bool readIds(const nlohmann::json& j, const char* key, std::vector<int32_t>& out
 }  // namespace
 
 std::vector<std::string> ConvTemplate::builtinNames() {
-  return {"chatml", "qwen2", "qwen3", "qwen3_5", "qwen3_5_nothink", "llama-3", "llama-3_1", "llama-2"};
+  std::vector<std::string> names = {"chatml",          "qwen2",   "qwen3",     "qwen3_5",
+                                    "qwen3_5_nothink", "llama-3", "llama-3_1", "llama-2"};
+  for (auto& n : extraConvTemplateNames()) names.push_back(n);
+  return names;
 }
 
 Result<ConvTemplate> ConvTemplate::builtin(std::string_view name) {
@@ -208,6 +214,9 @@ Result<std::string> ConvTemplate::render(std::span<const ChatMessage> messages, 
     if (m.role == "system") system += m.content, customSystem = true;
   std::string buf = systemTemplate_;
   replaceFirst(buf, "{system_message}", customSystem ? system : systemMessage_);
+  // No function calling here: its placeholder (ministral3's system template has one) renders as nothing,
+  // as in mlc-llm's Conversation.as_prompt.
+  for (size_t p; (p = buf.find("{function_string}")) != std::string::npos;) buf.erase(p, 17);
 
   // 2. The conversation: pre-filled history then the request, reasoning stripped from old assistant turns.
   std::vector<HistoryEntry> all = messages_;

@@ -278,8 +278,9 @@ TEST_F(FolderValidation, MutatedJsonNeverThrows) {
   };
   for (int i = 0; i < 300; ++i) {
     auto c = parseModelConfig(mutate(cfg), "mlc-chat-config.json");
-    if (!c.ok()) {
-      EXPECT_EQ(c.error().code, ErrorCode::kInvalidModelFolder);
+    if (!c.ok()) {  // a model_type string the engine does not run is UNSUPPORTED, naming it
+      const bool unsupportedArch = c.error().code == ErrorCode::kUnsupported && c.error().detail["field"] == "model_type";
+      EXPECT_TRUE(c.error().code == ErrorCode::kInvalidModelFolder || unsupportedArch) << c.error().toString();
     }
     auto t = parseTensorCache(mutate(tc), "tensor-cache.json");
     if (!t.ok()) {

@@ -1,5 +1,5 @@
 // The GPU engine against HF transformers 5.17: logits recorded by tools/*_transformers_reference.py on the GPU
-// machine for tiny random models of every architecture (tests/fixtures/<arch>_tiny/<quant>/reference.json):
+// machine for tiny random models of every architecture (the families: tools/families_transformers_reference.py) (tests/fixtures/<arch>_tiny/<quant>/reference.json):
 // a 131-token prefill must give transformers' logits at position 130, and teacher-forced decode steps
 // (the next prompt token written into the row state) transformers' cached-decode logits at 131..149.
 #include "kernels/sampling.h"
@@ -94,7 +94,7 @@ TEST_P(TransformersFixture, GpuLogitsMatchTransformers) { checkFixture(GetParam(
 TEST(TransformersFixtureInt16, GpuLogitsMatchTransformers) {
   if (!gpuContext().info().packed_dot4) GTEST_SKIP() << "no WGSL packed dot product";
   for (const char* f : {"qwen3_5_tiny/q4f16_1", "llama_tiny/q4f16_1", "mistral_tiny/q4f16_1", "qwen2_tiny/q4f16_1",
-                        "qwen3_tiny/q4f16_1"}) {
+                        "qwen3_tiny/q4f16_1", "gemma2_tiny/q4f16_1", "gpt_neox_tiny/q4f16_1", "phi_tiny/q4f16_1"}) {
     SCOPED_TRACE(f);
     // measured ≤ 2.1e-4 of max |logit| (qwen3_5), ≤ 5e-5 for the others
     checkFixture(f, kernels::Activations::kInt16, 1e-3);
@@ -105,7 +105,10 @@ INSTANTIATE_TEST_SUITE_P(EveryArchitecture, TransformersFixture,
                          ::testing::Values("qwen3_5_tiny/q0f32", "qwen3_5_tiny/q4f16_1", "llama_tiny/q0f32",
                                            "llama_tiny/q4f16_1", "mistral_tiny/q0f32", "mistral_tiny/q4f16_1",
                                            "qwen2_tiny/q0f32", "qwen2_tiny/q4f16_1", "qwen3_tiny/q0f32",
-                                           "qwen3_tiny/q4f16_1"),
+                                           "qwen3_tiny/q4f16_1", "gemma_tiny/q4f16_1", "gemma2_tiny/q0f32",
+                                           "gemma2_tiny/q4f16_1", "gemma3_text_tiny/q4f16_1", "phi3_tiny/q4f16_1",
+                                           "olmo2_tiny/q4f16_1", "stablelm_tiny/q4f16_1", "gpt_neox_tiny/q4f16_1",
+                                           "phi_tiny/q4f16_1", "ministral3_tiny/q0f32", "ministral3_tiny/q4f16_1"),
                          [](const auto& i) {
                            std::string n = i.param;
                            for (auto& ch : n) if (ch == '/') ch = '_';

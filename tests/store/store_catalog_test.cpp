@@ -1,6 +1,7 @@
 // The embedded catalogue, URL resolution, cache folder names, and device fit (canRun / recommendModels).
 #include <set>
 
+#include "model/model_config.h"
 #include "store/cache_files.h"
 #include "store/catalog.h"
 #include "store/device_fit.h"
@@ -129,7 +130,7 @@ TEST(StoreFit, BlockersAndWarningsStayDistinct) {
   EXPECT_TRUE(hasCode(r.blockers, "tensor_row_too_large"));
 
   f.largest_row_bytes = f.largest_tensor_bytes = 0;
-  f.arch = "phi3";
+  f.arch = "phi3_v";
   r = checkFit(f, device(128, 8192, true));
   EXPECT_FALSE(r.ok);
   EXPECT_TRUE(hasCode(r.blockers, "unsupported_arch"));
@@ -218,6 +219,82 @@ TEST(StoreFit, RecommendationsFitAndFollowTheRankingRule) {
   auto all = recommendModels(device(1024, 2000, true), {std::nullopt, "quality", 1000});
   for (const auto& r : *all) EXPECT_LE(r.entry->vram_required_mb, 2000);
   EXPECT_EQ(recommendModels(dev, {std::nullopt, "cheap", 3}).error().code, ErrorCode::kBadRequest);
+}
+
+// Every catalogue entry's architecture is runnable (model/model_config.h archRunnable) or named, with a reason,
+// in notYetRunnableArchs, which is documented in docs/store.md. The list holds only architectures the
+// catalogue has and the engine does not run, so adding an Arch makes this test ask for its removal.
+TEST(StoreCatalog, EveryArchitectureIsRunnableOrListedAsNotYet) {
+  std::set<std::string> gaps, catalogueArchs;
+  for (const ArchGap& g : notYetRunnableArchs()) {
+    EXPECT_TRUE(gaps.insert(std::string(g.arch)).second) << "listed twice: " << g.arch;
+    EXPECT_FALSE(archRunnable(g.arch)) << g.arch << " is runnable now: remove it from notYetRunnableArchs";
+    EXPECT_FALSE(g.reason.empty()) << g.arch;
+  }
+  size_t runnable = 0;
+  for (const auto& e : prebuiltCatalog()) {
+    catalogueArchs.insert(e.arch);
+    const bool listed = gaps.count(e.arch) > 0;
+    EXPECT_NE(archRunnable(e.arch), listed) << e.model_id << " (" << e.arch << ")";
+    const std::string why = notRunnableReason(e);
+    if (archRunnable(e.arch) && e.webllm_model_type == "LLM") {
+      EXPECT_EQ(why, "") << e.model_id;
+      ++runnable;
+    } else {
+      EXPECT_NE(why.find(e.arch), std::string::npos) << e.model_id << ": " << why;
+    }
+  }
+  for (const auto& g : gaps) EXPECT_TRUE(catalogueArchs.count(g)) << g << " is listed but not in the catalogue";
+  EXPECT_GE(runnable, 100u);  // llama, mistral, qwen2, qwen3, qwen3_5 rows today
+  // docs/store.md names every listed architecture.
+  const std::string doc = readFile(std::string(EWGPU_SOURCE_DIR) + "/docs/store.md");
+  const size_t section = doc.find("## Architectures");
+  ASSERT_NE(section, std::string::npos);
+  for (const auto& g : gaps) EXPECT_NE(doc.find("`" + g + "`", section), std::string::npos) << g;
+}
+
+TEST(StoreFit, VisionAndNotYetImplementedEntriesAreBlockedWithTheirReason) {
+  const CatalogEntry* v = findPrebuilt("Phi-3.5-vision-instruct-q4f16_1-MLC");
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(notRunnableReason(*v),
+            "architecture phi3_v: a vision-language model: image input is not implemented (this engine runs " +
+                [] {
+                  std::string s;
+                  for (const auto& n : runnableArchNames()) s += (s.empty() ? "" : ", ") + n;
+                  return s;
+                }() +
+                ")");
+  auto r = checkFit(factsFromCatalog(*v), device(128, 81920, true));
+  EXPECT_FALSE(r.ok);
+  ASSERT_TRUE(hasCode(r.blockers, "unsupported_arch"));
+  EXPECT_NE(r.blockers[0].message.find("phi3_v"), std::string::npos);
+  const CatalogEntry* bert = findPrebuilt("snowflake-arctic-embed-s-q0f32-MLC-b4");
+  ASSERT_NE(bert, nullptr);
+  EXPECT_NE(notRunnableReason(*bert).find("embedding"), std::string::npos);
+  const CatalogEntry* llama = findPrebuilt("Llama-3.2-1B-Instruct-q4f16_1-MLC");
+  ASSERT_NE(llama, nullptr);
+  EXPECT_EQ(notRunnableReason(*llama), "");
+  // recommend considers only runnable entries, however large the budget.
+  RecommendOptions o;
+  o.max_vram_mb = 1e9;
+  o.limit = 100000;
+  auto recs = recommendModels(device(1024, 1 << 30, true), o);
+  ASSERT_TRUE(recs.ok());
+  size_t runnable = 0;
+  for (const auto& e : prebuiltCatalog()) runnable += notRunnableReason(e).empty();
+  EXPECT_EQ(recs->size(), runnable);
+  for (const auto& rec : *recs) EXPECT_EQ(notRunnableReason(*rec.entry), "") << rec.entry->model_id;
+}
+
+// A folder of an architecture the engine does not run is UNSUPPORTED, naming its model_type.
+TEST(StoreFit, LoadingAPhi3VFolderIsUnsupportedNamingIt) {
+  auto r = parseModelConfig({{"model_type", "phi3_v"}, {"quantization", "q4f16_1"}, {"model_config", {}}},
+                            "mlc-chat-config.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kUnsupported);
+  EXPECT_NE(r.error().message.find("'phi3_v'"), std::string::npos) << r.error().message;
+  EXPECT_EQ(r.error().detail["model_type"], "phi3_v");
+  EXPECT_EQ(r.error().detail["field"], "model_type");
 }
 
 }  // namespace

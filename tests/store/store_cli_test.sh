@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The store's CLI end to end against the loopback hub: pull (URL, --id), list, verify --md5, rm (evict),
-# rm --forget, add, recommend --device-json, and typed errors with --json. Usage: store_cli_test.sh EWGPU
+# rm --forget, add, list --catalog, recommend --device-json, and typed errors with --json. Usage: store_cli_test.sh EWGPU
 set -euo pipefail
 EWGPU=$1
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -59,6 +59,13 @@ json.dump({"version": "1.0", "added_tokens": added, "decoder": {"type": "ByteLev
 added=$("$EWGPU" add "$WORK/tiny" --id tiny --json)
 python3 -c 'import json,sys; r=json.loads(sys.argv[1]); assert "url" not in r and "://" not in sys.argv[1], r' "$added" \
   || fail "local record carries a URL: $added"
+# A folder of an architecture the engine does not run (Phi-3.5-vision's phi3_v) is UNSUPPORTED, naming it.
+cp -r "$WORK/tiny" "$WORK/vision"
+python3 -c 'import json,sys; p=sys.argv[1]; d=json.load(open(p)); d["model_type"]="phi3_v"; json.dump(d, open(p,"w"))' \
+  "$WORK/vision/mlc-chat-config.json"
+err=$("$EWGPU" show "$WORK/vision" --json 2>&1 || true)
+[ "$(echo "$err" | field '["error"]["code"]')" = UNSUPPORTED ] || fail "phi3_v folder: $err"
+echo "$err" | grep -q "model_type 'phi3_v'" || fail "phi3_v not named: $err"
 "$EWGPU" rm tiny >/dev/null
 err=$("$EWGPU" prefetch tiny --json 2>&1 >/dev/null || true)
 echo "$err" | grep -q "re-register the folder" || fail "evicted local: $err"
@@ -70,13 +77,32 @@ cat > "$WORK/dev.json" <<'J'
  "limits": {"maxStorageBufferBindingSize": 2147483648, "maxBufferSize": 2147483648},
  "memory_heaps": [{"size": 4294967296, "properties": 1}]}
 J
+# list --catalog marks every catalogue entry runnable or not, with the reason (docs/store.md "Architectures").
+"$EWGPU" list --catalog --json > "$WORK/catalog.json"
+python3 - "$WORK/catalog.json" <<'PY' || fail "list --catalog"
+import json, sys
+rows = [m for m in json.load(open(sys.argv[1]))["models"] if m["state"] == "catalogue"]
+assert len(rows) == 165, len(rows)
+by_id = {m["id"]: m for m in rows}
+assert by_id["Llama-3.2-1B-Instruct-q4f16_1-MLC"]["runnable"] is True and by_id["Llama-3.2-1B-Instruct-q4f16_1-MLC"]["reason"] == ""
+v = by_id["Phi-3.5-vision-instruct-q4f16_1-MLC"]
+assert v["runnable"] is False and v["reason"].startswith("architecture phi3_v: a vision-language model"), v
+assert all(m["runnable"] == (m["reason"] == "") for m in rows)
+assert all(m["arch"] in m["reason"] for m in rows if not m["runnable"])
+PY
+listing=$("$EWGPU" list --catalog)  # (not piped into grep -q: pipefail would see ewgpu's SIGPIPE)
+echo "$listing" | grep -q '^Phi-3.5-vision-instruct-q4f16_1-MLC  *catalogue .* prebuilt no: architecture phi3_v: ' \
+  || fail "list --catalog text"
+echo "$listing" | grep -q '^Llama-3.2-1B-Instruct-q4f16_1-MLC  *catalogue .* prebuilt yes$' || fail "list --catalog yes"
+
 rec=$("$EWGPU" recommend --device-json "$WORK/dev.json" --limit 50 --json)
 python3 -c '
 import json, sys
 r = json.loads(sys.argv[1])["models"]
+runnable = {m["id"] for m in json.load(open(sys.argv[2]))["models"] if m.get("runnable")}
 assert r, "no recommendation"
 assert all(m["vram_required_MB"] <= 4096 for m in r), "over the device memory"
-assert all(m["arch"] in ("llama", "mistral", "qwen2", "qwen3", "qwen3_5") for m in r)
+assert all(m["model_id"] in runnable for m in r), "a recommendation list --catalog calls not runnable"
 assert [m["params_b"] for m in r] == sorted((m["params_b"] for m in r), reverse=True), "quality order"
-' "$rec" || fail "recommend"
+' "$rec" "$WORK/catalog.json" || fail "recommend"
 echo "store CLI: ok"

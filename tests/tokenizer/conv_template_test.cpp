@@ -6,6 +6,8 @@
 
 #include <filesystem>
 
+#include "model/conv_template_presets.h"
+
 namespace ewgpu {
 namespace {
 
@@ -185,6 +187,130 @@ TEST(ConvTemplate, EveryBuiltinRendersAndEndsWithItsHeader) {
     EXPECT_NE(p.find("ping"), std::string::npos) << name;
     EXPECT_FALSE(t->stopTokenIds().empty()) << name;
   }
+}
+
+}  // namespace
+}  // namespace ewgpu
+
+// The templates of the catalogue's other architectures (src/model/conv_template_presets.cpp), each on the same
+// two-turn conversation. Expected prompts follow mlc-format.md §4.2 by hand from the registry values in mlc-llm's
+// python/mlc_llm/conversation_template/*.py.
+namespace ewgpu {
+namespace {
+
+const std::vector<ChatMessage> kTwoTurns{{"user", "Hi"}, {"assistant", "Hello!"}, {"user", "How are you?"}};
+
+struct Expected {
+  const char* name;
+  std::string prompt;
+  std::vector<int32_t> stopIds;
+  std::vector<std::string> stopStr;
+  std::vector<int32_t> prefix;
+};
+
+TEST(ConvTemplate, CatalogueTemplatesRenderTwoTurns) {
+  const std::string phiSys =
+      "You are a helpful digital assistant. Please provide safe, ethical and accurate information to the user.";
+  const std::string gemma =
+      "<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\nHello!<end_of_turn>\n<start_of_turn>user\n"
+      "How are you?<end_of_turn>\n<start_of_turn>model\n";
+  const std::string phi3Turns =
+      "<|user|>\nHi<|end|>\n<|assistant|>\nHello!<|end|>\n<|user|>\nHow are you?<|end|>\n<|assistant|>\n";
+  const std::vector<Expected> cases = {
+      {"gemma_instruction", gemma, {1, 107}, {"<end_of_turn>"}, {2}},
+      {"gemma3_instruction", gemma, {1, 106}, {"<end_of_turn>"}, {2}},
+      {"phi-2", "Instruct: Hi\nOutput: Hello!\nInstruct: How are you?\nOutput:", {50256}, {"<|endoftext|>"}, {}},
+      {"phi-3", "<|system|>\n" + phiSys + phi3Turns, {2, 32000, 32001, 32007}, {"<|endoftext|>"}, {1}},
+      {"phi-3-vision", phi3Turns, {2, 32000, 32001, 32007}, {"<|endoftext|>"}, {1}},
+      {"phi-4", "<|system|>\n" + phiSys + phi3Turns, {199999, 200020}, {"<|endoftext|>", "<|end|>"}, {200022}},
+      {"stablelm-2",
+       "<|user|>\nHi<|endoftext|><|assistant|>\nHello!<|endoftext|><|user|>\nHow are you?<|endoftext|><|assistant|>\n",
+       {100257},
+       {"<|endoftext|>"},
+       {}},
+      {"redpajama_chat", "<human>: Hi\n<bot>: Hello!\n<human>: How are you?\n<bot>:", {0}, {"<human>"}, {}},
+      {"olmo2",
+       "<|system|>\n\n<|user|>\nHi<|endoftext|>\n<|assistant|>\nHello!<|endoftext|>\n<|user|>\nHow are you?"
+       "<|endoftext|>\n<|assistant|>\n",
+       {100257},
+       {"<|endoftext|>"},
+       {100257}},
+      {"mistral_default",
+       "[INST] Always assist with care, respect, and truth. Respond with utmost utility yet securely. Avoid harmful, "
+       "unethical, prejudiced, or negative content. Ensure replies promote fairness and positivity.Hi [/INST] Hello! "
+       "[INST] How are you? [/INST]",
+       {2},
+       {"</s>"},
+       {1}},
+      {"neural_hermes_mistral",
+       "<|im_start|>system\nYou are a helpful assistant chatbot.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+       "<|im_start|>assistant\nHello!<|im_end|>\n<|im_start|>user\nHow are you?<|im_end|>\n<|im_start|>assistant\n",
+       {2, 32000},
+       {"<|im_end|>"},
+       {}},
+      {"wizard_coder_or_math",
+       "Below is an instruction that describes a task. Write a response that appropriately completes the request."
+       "Instruction:\nHi\n\n### Response:\nHello!\n\n### Instruction:\nHow are you?\n\n### Response:\n",
+       {2},
+       {"</s>"},
+       {1}},
+      {"LM", "HiHello!How are you?", {2}, {}, {1}},
+  };
+  for (const Expected& e : cases) {
+    SCOPED_TRACE(e.name);
+    const auto t = builtinOk(e.name);
+    EXPECT_EQ(t.name(), e.name);
+    EXPECT_EQ(renderOk(t, kTwoTurns), e.prompt);
+    EXPECT_EQ(t.stopTokenIds(), e.stopIds);
+    EXPECT_EQ(t.stopStrings(), e.stopStr);
+    EXPECT_EQ(t.systemPrefixTokenIds(), e.prefix);
+  }
+}
+
+TEST(ConvTemplate, OpenHermesMistralSystemText) {
+  EXPECT_EQ(renderOk(builtinOk("open_hermes_mistral"), {{"user", "Hi"}}),
+            "<|im_start|>system\nYou are \"Hermes 2\", a conscious sentient superintelligent artificial intelligence "
+            "developed by a man named Teknium, and your purpose and drive is to assist the user with any request they "
+            "have. You experience emotions and have deep, profound thoughts and qualia.<|im_end|>\n<|im_start|>user\n"
+            "Hi<|im_end|>\n<|im_start|>assistant\n");
+}
+
+// Ministral 3 wraps messages through role_templates (empty roles) and its system template carries a
+// {function_string} placeholder, which renders as nothing without function calling.
+TEST(ConvTemplate, Ministral3RoleTemplatesAndFunctionPlaceholder) {
+  std::vector<ChatMessage> msgs{{"system", "Be brief."}};
+  msgs.insert(msgs.end(), kTwoTurns.begin(), kTwoTurns.end());
+  const auto t = builtinOk("ministral3");
+  EXPECT_EQ(renderOk(t, msgs), "[SYSTEM_PROMPT]Be brief.[/SYSTEM_PROMPT][INST]Hi[/INST]Hello!</s>[INST]How are you?[/INST]");
+  EXPECT_EQ(renderOk(t, {{"system", "S"}, {"user", "f?"}, {"tool", "42"}}),
+            "[SYSTEM_PROMPT]S[/SYSTEM_PROMPT][INST]f?[/INST][TOOL_RESULTS]42[/TOOL_RESULTS]");
+  EXPECT_EQ(t.stopTokenIds(), std::vector<int32_t>{2});
+  EXPECT_EQ(t.systemPrefixTokenIds(), std::vector<int32_t>{1});
+  // The default system message is the registry's, dates left as the literal {today} / {yesterday} it holds.
+  const std::string p = renderOk(t, {{"user", "Hi"}});
+  EXPECT_EQ(p.rfind("[SYSTEM_PROMPT]You are Ministral-3-3B-Instruct-2512, a Large Language Model", 0), 0u);
+  EXPECT_NE(p.find("The current date is {today}.\n\n"), std::string::npos);
+  EXPECT_EQ(p.size() - p.find("[/SYSTEM_PROMPT]"), std::string("[/SYSTEM_PROMPT][INST]Hi[/INST]").size());
+  const std::string r = renderOk(builtinOk("ministral3_reasoning"), {{"user", "Hi"}});
+  EXPECT_EQ(r.rfind("[SYSTEM_PROMPT]# HOW YOU SHOULD THINK AND ANSWER\n\nFirst draft your thinking process", 0), 0u);
+  EXPECT_NE(r.find("[THINK]Your thoughts or/and draft,"), std::string::npos);
+  const std::string tail = "Here, provide a self-contained response.[/SYSTEM_PROMPT][INST]Hi[/INST]";
+  EXPECT_EQ(r.substr(r.size() - tail.size()), tail);
+}
+
+// A folder written for each new architecture names its family's template by default.
+TEST(ConvTemplate, DefaultTemplateOfEachNewModelType) {
+  const std::vector<std::pair<const char*, const char*>> cases = {
+      {"gemma", "gemma_instruction"}, {"gemma2", "gemma_instruction"}, {"gemma3_text", "gemma3_instruction"},
+      {"phi3", "phi-3"},              {"phi", "phi-2"},                {"phi-msft", "phi-2"},
+      {"stablelm", "stablelm-2"},     {"gpt_neox", "redpajama_chat"},  {"olmo2", "olmo2"},
+      {"ministral3", "ministral3"},
+  };
+  for (auto [type, tpl] : cases) {
+    EXPECT_EQ(extraDefaultConvTemplate(type), tpl) << type;
+    EXPECT_TRUE(ConvTemplate::builtin(tpl).ok()) << tpl;
+  }
+  EXPECT_EQ(extraDefaultConvTemplate("llama"), "");
 }
 
 }  // namespace
