@@ -67,17 +67,7 @@ nlohmann::json FitReport::toJson() const {
 bool isSupportedArch(const std::string& a) { return archRunnable(a); }
 
 std::span<const ArchGap> notYetRunnableArchs() {
-  static constexpr std::string_view kDecoder = "its forward pass is not implemented yet (issue #17)";
   static constexpr ArchGap kGaps[] = {
-      {"gemma", kDecoder},
-      {"gemma2", kDecoder},
-      {"gemma3_text", kDecoder},
-      {"phi3", kDecoder},
-      {"olmo2", kDecoder},
-      {"stablelm", kDecoder},
-      {"gpt_neox", kDecoder},
-      {"phi-msft", kDecoder},
-      {"ministral3", kDecoder},
       {"phi3_v", "a vision-language model: image input is not implemented"},
       {"bert", "an embedding model: embeddings are not implemented yet"},
       {"gemma4", "not in mlc-llm's model registry: its layout is unknown"},
