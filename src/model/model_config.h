@@ -28,11 +28,11 @@ enum class Quant { kQ4F16_1, kQ4F32_1, kQ0F16, kQ0F32, kQ3F16_1 };
 
 std::string_view archName(Arch a);                     // "llama", ..., "qwen3_5"
 std::optional<Arch> archFromName(std::string_view s);  // accepts "qwen3_5_text" as kQwen3_5
-inline bool usesLayerNorm(Arch a) { return a == Arch::kStableLm || a == Arch::kGptNeox || a == Arch::kPhi; }
 // True when the engine runs this MLC model_type (archFromName knows it): the one place that says so. The store's
 // device fit, `ewgpu list --catalog` and the catalogue test ask this.
 bool archRunnable(std::string_view model_type);
 std::vector<std::string> runnableArchNames();  // "llama", "mistral", ... in Arch order
+inline bool usesLayerNorm(Arch a) { return a == Arch::kStableLm || a == Arch::kGptNeox || a == Arch::kPhi; }
 std::string_view quantName(Quant q);                   // "q4f16_1", ...
 std::optional<Quant> quantFromName(std::string_view s);
 

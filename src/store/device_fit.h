@@ -1,7 +1,7 @@
 // Device fit: can this adapter run a model (before anything is downloaded), and which catalogue models suit it.
 //
 // canRun separates blockers (it will not run) from warnings (it runs, but slower or at a risk):
-//  - architecture outside the engine's set (archRunnable: llama, mistral, qwen2, qwen3, qwen3_5/_text today) or
+//  - architecture outside the engine's set (archRunnable: llama, mistral, qwen2, qwen3, qwen3_5, gemma, ... today) or
 //    not a text LLM: blocker. Other architectures need forward graphs (layouts, norms, activations) the engine
 //    does not have; notYetRunnableArchs says why for each of the catalogue's.
 //  - one tensor row larger than maxStorageBufferBindingSize: blocker (the engine splits a big tensor across
