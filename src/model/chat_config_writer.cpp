@@ -42,7 +42,28 @@ json chatmlLike(const std::string& name, const std::string& system, const std::s
           {"use_function_calling", false}};
 }
 
+// MLC's BertConfig fields (bert_model.py) after its __post_init__: context_window_size from HF
+// max_position_embeddings, head_dim and prefill_chunk_size filled in.
+json bertModelConfigFields(const ModelConfig& c) {
+  return {{"vocab_size", c.vocab},
+          {"hidden_size", c.hidden},
+          {"num_hidden_layers", c.n_layers},
+          {"num_attention_heads", c.n_heads},
+          {"intermediate_size", c.intermediate},
+          {"hidden_act", c.hidden_act.empty() ? std::string("gelu") : c.hidden_act},
+          {"layer_norm_eps", shortFloat(c.layer_norm_eps)},
+          {"context_window_size", c.context_window},
+          {"prefill_chunk_size", c.prefill_chunk},
+          {"tensor_parallel_shards", 1},
+          {"type_vocab_size", c.type_vocab},
+          {"pad_token_id", 0},
+          {"position_offset", 0},
+          {"head_dim", c.head_dim},
+          {"max_batch_size", 4}};
+}
+
 json modelConfigFields(const ModelConfig& c) {
+  if (c.arch == Arch::kBert) return bertModelConfigFields(c);
   json m = {{"hidden_size", c.hidden},
             {"intermediate_size", c.intermediate},
             {"num_attention_heads", c.n_heads},
@@ -102,6 +123,8 @@ json modelConfigFields(const ModelConfig& c) {
       m["partial_rotary_factor"] = shortFloat(c.partial_rotary_factor);
       m["dtype"] = "float32";
       break;
+    case Arch::kBert:
+      break;
   }
   return m;
 }
@@ -138,6 +161,16 @@ json convTemplatePreset(std::string_view name) {
     t["role_empty_sep"] = "<|end_header_id|>\n\n";
     return t;
   }
+  if (name == "LM") {  // MLC's vanilla "LM" template (conversation_template/registry.py), used by embedding folders
+    json t = chatmlLike("LM", "", "", json::array(), {2});
+    t["system_template"] = "{system_message}";
+    t["system_prefix_token_ids"] = {1};
+    t["roles"] = {{"user", ""}, {"assistant", ""}};
+    t["seps"] = {""};
+    t["role_content_sep"] = "";
+    t["role_empty_sep"] = "";
+    return t;
+  }
   return json();
 }
 
@@ -153,6 +186,8 @@ std::string_view defaultConvTemplateName(Arch a) {
       return "qwen3";
     case Arch::kQwen3_5:
       return "qwen3_5_nothink";
+    case Arch::kBert:
+      return "LM";
   }
   return "chatml";
 }
@@ -171,7 +206,7 @@ json mlcChatConfigJson(const ModelConfig& c) {
       }
   json stops = conv.is_object() ? conv.value("stop_token_ids", json::array()) : json::array();
   json prefix = conv.is_object() ? conv.value("system_prefix_token_ids", json()) : json();
-  return {{"version", "0.1.0"},
+  json doc = {{"version", "0.1.0"},
           {"model_type", c.model_type.empty() ? std::string(archName(c.arch)) : c.model_type},
           {"quantization", quantName(c.quant)},
           {"model_config", modelConfigFields(c)},
@@ -199,6 +234,11 @@ json mlcChatConfigJson(const ModelConfig& c) {
           {"bos_token_id", prefix.is_array() && !prefix.empty() ? prefix[0] : json(1)},
           {"eos_token_id", stops.size() == 1 ? stops[0] : stops},
           {"model_task", "chat"}};
+  if (c.arch == Arch::kBert) {
+    doc["model_task"] = "embedding";
+    doc["embedding_metadata"] = {{"model_type", "encoder"}, {"pooling_strategy", "cls"}, {"normalize", c.embedding_normalize}};
+  }
+  return doc;
 }
 
 }  // namespace ewgpu

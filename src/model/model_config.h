@@ -13,7 +13,7 @@
 
 namespace ewgpu {
 
-enum class Arch { kLlama, kMistral, kQwen2, kQwen3, kQwen3_5 };
+enum class Arch { kLlama, kMistral, kQwen2, kQwen3, kQwen3_5, kBert };
 enum class Quant { kQ4F16_1, kQ4F32_1, kQ0F16, kQ0F32, kQ3F16_1 };
 
 std::string_view archName(Arch a);                     // "llama", ..., "qwen3_5"
@@ -90,6 +90,15 @@ struct ModelConfig {
   bool isFullAttention(int layer) const;  // always true except qwen3_5 linear-attention layers
   int rotaryDim() const;                  // int(head_dim * partial_rotary_factor)
   int linearConvDim() const { return 2 * lin_k_heads * lin_k_dim + lin_v_heads * lin_v_dim; }  // C
+
+  // BERT (encoder, model_task "embedding") only; see parseBertConfig in model_config.cpp. A bert config also
+  // fills hidden, intermediate, n_layers, n_heads (= n_kv_heads), head_dim, vocab, context_window (the
+  // position-embedding rows) and prefill_chunk.
+  int type_vocab = 0;             // token_type_embeddings rows (type_vocab_size, default 2; type 0 is used)
+  float layer_norm_eps = 1e-12f;  // every LayerNorm
+  std::string hidden_act;         // "gelu" (exact, erf) is the only one the engine runs
+  bool embedding_normalize = true;  // L2-normalise the pooled vector (embedding_metadata.normalize, default true)
+  bool isEmbedding() const { return arch == Arch::kBert; }
 };
 
 // Parses an mlc-chat-config.json document. `path` only names the file in error details.
