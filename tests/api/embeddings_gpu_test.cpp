@@ -58,7 +58,7 @@ class EmbeddingsApi : public ::testing::Test {
     auto e = Engine::create({});
     ASSERT_TRUE(e.ok()) << e.error().toString();
     engine_ = e->release();
-    auto b = engine_->load(bertDir(), {.id = "bert"})->wait();
+    auto b = engine_->load(bertDir(), {.id = "bert", .keep_resident = true})->wait();
     ASSERT_TRUE(b.ok()) << b.error().toString();
     EXPECT_EQ(b->model_type, "bert");
     auto c = engine_->load(kChat, {.id = "chat", .keep_resident = true})->wait();
