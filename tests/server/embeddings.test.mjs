@@ -1,7 +1,7 @@
 // POST /v1/embeddings through `ewgpu serve` with a tiny random bert folder (`ewgpu make-tiny --arch bert`) (SwiftShader where there is no GPU) and the
 // official openai client: its default request (base64 on the wire, decoded by the client) and encoding_format
 // "float" give the same unit vectors; batches equal single requests; /v1/models lists the model; bad input is a
-// 400 naming the field, a long input a 413, and a chat model asked for embeddings (and the embedding model asked
+// 400 naming the field, a long input a 400 CONTEXT_TOO_LONG, and a chat model asked for embeddings (and the embedding model asked
 // to chat) a 400 naming `model`.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -53,14 +53,14 @@ test('the openai client: default (base64) and float give the same unit vectors, 
   assert.deepEqual(tokens.data[0].embedding, flt.data[0].embedding);
 });
 
-test('errors: 400 naming the field, 413 for a long input, 400 model for the wrong kind of model', async () => {
+test('errors: 400 naming the field, CONTEXT_TOO_LONG for a long input, 400 model for the wrong kind of model', async () => {
   const url = `${srv.url}/v1/embeddings`;
   for (const [body, status, param] of [
     [{ model }, 400, 'input'],
     [{ model, input: '' }, 400, 'input'],
     [{ model, input: ['a', 7] }, 400, 'input[1]'],
     [{ model, input: 'a', encoding_format: 'int8' }, 400, 'encoding_format'],
-    [{ model, input: new Array(513).fill(5) }, 413, 'input'],
+    [{ model, input: new Array(513).fill(5) }, 400, 'input'],  // code CONTEXT_TOO_LONG
     [{ model: 'llama_tiny-q4f16_1', input: 'hello' }, 400, 'model'],
   ]) {
     const r = await post(url, body);
