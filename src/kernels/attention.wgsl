@@ -25,6 +25,9 @@ override WINDOW: u32 = 0u;
 override GATED: bool = false;
 override PREFILL: bool = false;
 override SCALE: f32 = 0.125;    // 1 / sqrt(D)
+override Q_BETA: f32 = 0.0;    // > 0: q times 1 + Q_BETA · ln(1 + floor(pos / Q_ORIG)) (ministral3)
+override Q_ORIG: u32 = 1u;
+override SOFTCAP: f32 = 0.0;    // > 0: scores soft-capped to SOFTCAP · tanh(s / SOFTCAP) (gemma2)
 override FUSED: bool = false;
 override SPLIT: u32 = 1u;        // decode: position ranges (grid z); > 1 writes partials for attention_combine.wgsl
 override QK_NORM: bool = false;  // FUSED: per-head RMSNorm of q and k
@@ -49,6 +52,7 @@ var<workgroup> accs: array<vec4<f32>, WG>;
 var<workgroup> kcur: array<vec4<f32>, 64>;   // FUSED: k and v of the token's own position
 var<workgroup> vcur: array<vec4<f32>, 64>;
 
+//#include activation
 //#include attention_shared
 
 //#include attention_gate
@@ -68,12 +72,13 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
   let raw_pos = rows[b * 8u + 1u] + t;
   let pos = min(raw_pos, CTX - 1u);
   let g = h / (HQ / HKV);
+  let qscale = SCALE * queryScale(raw_pos, Q_BETA, Q_ORIG);  // q · SCALE (ministral3: times its position's factor)
   if (FUSED) {
     let width = qkvWidth();
     let kbase = select(HQ * D, 2u * HQ * D, GATED);
     prepHead(i * width + select(h * D, h * 2u * D, GATED), 0u, raw_pos, lid);
     if (lid < DV) {
-      qs[lid] = vec4<f32>(hb[4u * lid], hb[4u * lid + 1u], hb[4u * lid + 2u], hb[4u * lid + 3u]) * SCALE;
+      qs[lid] = vec4<f32>(hb[4u * lid], hb[4u * lid + 1u], hb[4u * lid + 2u], hb[4u * lid + 3u]) * qscale;
     }
     workgroupBarrier();
     prepHead(i * width + kbase + g * D, D, raw_pos, lid);
@@ -90,7 +95,7 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
       }
     }
   } else if (lid < DV) {
-    qs[lid] = q[(i * HQ + h) * DV + lid] * SCALE;
+    qs[lid] = q[(i * HQ + h) * DV + lid] * qscale;
   }
   workgroupBarrier();
   var first = 0u;
@@ -117,7 +122,7 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
       } else {
         for (var j = 0u; j < DV; j++) { d4 += qs[j] * kload(kr + j); }
       }
-      s = d4.x + d4.y + d4.z + d4.w;
+      s = softcap(d4.x + d4.y + d4.z + d4.w, SOFTCAP);
     }
     let mn = max(m, reduceMax(s, lid));
     let corr = exp(m - mn);

@@ -19,6 +19,9 @@ override CTX: u32 = 1u;
 override WINDOW: u32 = 0u;
 override GATED: bool = false;
 override SCALE: f32 = 0.125;    // 1 / sqrt(D)
+override Q_BETA: f32 = 0.0;    // > 0: q times 1 + Q_BETA · ln(1 + floor(pos / Q_ORIG)) (ministral3)
+override Q_ORIG: u32 = 1u;
+override SOFTCAP: f32 = 0.0;    // > 0: scores soft-capped to SOFTCAP · tanh(s / SOFTCAP) (gemma2)
 override QK_NORM: bool = false;  // per-head RMSNorm of q and k
 override R: u32 = 64u;           // rotary dims (even, ≤ D)
 override EPS: f32 = 1e-6;
@@ -47,6 +50,7 @@ var<private> kcur: array<vec4<f32>, 64>;  // k and v of the row's own position
 var<private> vcur: array<vec4<f32>, 64>;
 var<private> acc: array<vec4<f32>, 64>;   // Σ p·v, scaled to the running max
 
+//#include activation
 //#include attention_gate
 
 //#include qk_rope
@@ -92,15 +96,16 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
   let raw_pos = rows[b * 8u + 1u] + t;
   let pos = min(raw_pos, CTX - 1u);
   let g = h / (HQ / HKV);
+  let qscale = SCALE * queryScale(raw_pos, Q_BETA, Q_ORIG);  // q · SCALE (ministral3: times its position's factor)
 
   if (prefill) {
-    for (var c = 0u; c < DV; c++) { qv[c] = q[(i * HQ + h) * DV + c] * SCALE; }
+    for (var c = 0u; c < DV; c++) { qv[c] = q[(i * HQ + h) * DV + c] * qscale; }
   } else {
     let width = qkvWidth();
     let kbase = select(HQ * D, 2u * HQ * D, GATED);
     prepHead(i * width + select(h * D, h * 2u * D, GATED), 0u, raw_pos);
     for (var c = 0u; c < DV; c++) {
-      qv[c] = vec4<f32>(hb[4u * c], hb[4u * c + 1u], hb[4u * c + 2u], hb[4u * c + 3u]) * SCALE;
+      qv[c] = vec4<f32>(hb[4u * c], hb[4u * c + 1u], hb[4u * c + 2u], hb[4u * c + 3u]) * qscale;
     }
     prepHead(i * width + kbase + g * D, D, raw_pos);
     let vi = i * width + kbase + HKV * D + g * D;
@@ -132,7 +137,7 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
     } else {
       for (var c = 0u; c < DV; c++) { d4 += qv[c] * kc[kr + c]; }
     }
-    let s = d4.x + d4.y + d4.z + d4.w;
+    let s = softcap(d4.x + d4.y + d4.z + d4.w, SOFTCAP);
     if (s > m) {
       let corr = exp(m - s);
       l *= corr;

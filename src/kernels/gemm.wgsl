@@ -25,6 +25,8 @@
 // i.e. the whole tensor's bias; EPI 2: bias[r] for weight row r of this buffer), 5 meta: row_meta[0] = T.
 // Grid: (ceil(columns / tile columns), ceil(T_dispatched / TILE_T)); tiles whose rows start at or past T exit.
 
+//#include activation
+
 @group(0) @binding(0) var<storage, read> w: array<u32>;
 @group(0) @binding(1) var<storage, read> s: array<u32>;
 @group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;
@@ -35,7 +37,7 @@
 override N: u32;                  // weight rows in this buffer (SwiGLU: 2I)
 override K: u32;                  // inputs (logical; q3 rows are stored padded to a multiple of 40)
 override QFMT: u32 = 0u;          // 0 q4f16_1, 1 q4f32_1, 2 q0f16, 3 q0f32, 4 q3f16_1
-override EPI: u32 = 0u;           // 0 store, 1 residual add (y +=), 2 SwiGLU
+override EPI: u32 = 0u;           // 0 store, 1 residual add (y +=), 2 SwiGLU, 3/4 GELU erf/tanh, 5 GeGLU
 override HAS_BIAS: bool = false;
 override ROW_OFFSET: u32 = 0u;    // first output column of y written by this buffer
 override Y_STRIDE: u32;           // floats per row of y
@@ -90,7 +92,7 @@ var<private> c71: vec4<f32>;
 
 // Weight row of local column c in the tile starting at n0 (plain) or output i0 (SwiGLU); N when out of range.
 fn weightRow(c: u32, tile: u32) -> u32 {
-  if (EPI == 2u) {
+  if (epiGated(EPI)) {
     let i = tile * (TILE_N / 2u) + 2u * (c / 4u) + (c & 1u);
     if (i >= IHALF) { return N; }
     return select(i, IHALF + i, (c & 2u) != 0u);
@@ -223,8 +225,6 @@ fn computeStep(tx: u32, ty: u32, buf: u32) {
   }
 }
 
-fn silu(v: f32) -> f32 { return v / (1.0 + exp(-v)); }
-
 fn writeOut(t: u32, col: u32, v: f32) {
   let idx = t * Y_STRIDE + ROW_OFFSET + col;
   if (EPI == 1u) {
@@ -239,7 +239,7 @@ fn outVec(i: u32, g: u32, v: vec4<f32>, tx: u32, ty: u32, t0: u32, T: u32, tile_
   let t = t0 + ty * TM + i;
   if (t >= T) { return; }
   let c = g * 64u + tx * 4u;
-  if (EPI == 2u) {
+  if (epiGated(EPI)) {
     let o = tile_n * (TILE_N / 2u) + 2u * (c / 4u);
     for (var j = 0u; j < 2u; j++) {
       if (o + j < IHALF) {
@@ -249,7 +249,7 @@ fn outVec(i: u32, g: u32, v: vec4<f32>, tx: u32, ty: u32, t0: u32, T: u32, tile_
           gate += bias[o + j];
           up += bias[IHALF + o + j];
         }
-        writeOut(t, o + j, silu(gate) * up);
+        writeOut(t, o + j, actGate(EPI, gate) * up);
       }
     }
   } else {
@@ -258,7 +258,7 @@ fn outVec(i: u32, g: u32, v: vec4<f32>, tx: u32, ty: u32, t0: u32, T: u32, tile_
       if (n < N) {
         var r = v[j];
         if (HAS_BIAS) { r += bias[ROW_OFFSET + n]; }
-        writeOut(t, n, r);
+        writeOut(t, n, actPlain(EPI, r));
       }
     }
   }

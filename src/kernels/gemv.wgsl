@@ -2,7 +2,8 @@
 // MLC weight format (QFMT, see docs/kernels.md), with optional fused prologue/epilogue so one dispatch covers
 // "RMSNorm → projection" or "projection → residual add" or "gate/up projection → SwiGLU":
 //   NORM:  x̂ = x · rsqrt(mean(x²) + EPS) · norm_w   (each workgroup recomputes the row's RMS: x is small)
-//   EPI 0: y = acc (+ bias)   EPI 1: y += acc (+ bias)   EPI 2: rows r and r + N/2 → y[r] = silu(g) · u
+//   EPI 0: y = acc (+ bias)   EPI 1: y += acc (+ bias)   EPI 2 / 5: rows r and r + N/2 → y[r] = silu(g) · u /
+//   gelu_tanh(g) · u   EPI 3 / 4: y = gelu(acc + bias), erf / tanh (activation.wgsl)
 // TPR threads share a row. For q4 formats consecutive lanes take consecutive u32 words (8 weights each): one load
 // instruction of a thread group reads 4·TPR contiguous weight bytes and 32·TPR contiguous x bytes (lanes reading
 // 128-byte x spans, one group each, touched 32 cache lines per instruction and held the kernel at ~20% of the
@@ -10,6 +11,7 @@
 // subgroup shuffles when SG_REDUCE (TPR ≤ subgroup size) or through workgroup memory.
 // Grid: ceil(rows / (WG / TPR / KSPLIT · RPT)) workgroups, folded into x/y dimensions when above 65535.
 //#enable subgroups
+//#include activation
 
 override QFMT: u32 = 0u;        // 0 q4f16_1, 1 q4f32_1, 2 q0f16, 3 q0f32, 4 q3f16_1
 override N: u32 = 1u;           // weight rows in this buffer (chunk)
@@ -300,7 +302,7 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
   let tg = lid / TPR;
   let ks = tg % KSPLIT;              // which slice of K this thread group sums
   let rows_per_wg = (groups / KSPLIT) * RPT;
-  let logical_rows = select(N, N / 2u, EPI == 2u);
+  let logical_rows = select(N, N / 2u, epiGated(EPI));
   let base = (wid.x + wid.y * nwg.x) * rows_per_wg + (tg / KSPLIT) * RPT;
   let lane = lid % TPR;
   var acc: array<f32, MAXACC>;
@@ -311,7 +313,7 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
   let fast = QFMT <= 1u && BATCH == 1u && (RPT == 4u || RPT == 8u);
   if (fast && base < logical_rows) {
     let last = logical_rows - 1u;
-    let h = select(0u, N / 2u, EPI == 2u);
+    let h = select(0u, N / 2u, epiGated(EPI));
     var a4 = vec4<f32>(0.0);
     var b4 = vec4<f32>(0.0);
     var u4 = vec4<f32>(0.0);
@@ -321,7 +323,7 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
         let d = select(xd[g], xd[g] / 254.0, Q8_DIGITS == 2u);
         a4 += d * rows4GroupQ8(base, last, g);
         if (RPT == 8u) { b4 += d * rows4GroupQ8(base + 4u, last, g); }
-        if (EPI == 2u) {
+        if (epiGated(EPI)) {
           u4 += d * rows4GroupQ8(base + h, last + h, g);
           if (RPT == 8u) { v4 += d * rows4GroupQ8(base + 4u + h, last + h, g); }
         }
@@ -330,7 +332,7 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
       for (var g = ks * TPR + lane; g < groupsPerRow(); g += TPR * KSPLIT) {
         a4 += rows4Group(base, last, g);
         if (RPT == 8u) { b4 += rows4Group(base + 4u, last, g); }
-        if (EPI == 2u) {
+        if (epiGated(EPI)) {
           u4 += rows4Group(base + h, last + h, g);
           if (RPT == 8u) { v4 += rows4Group(base + 4u + h, last + h, g); }
         }
@@ -341,7 +343,7 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
         let xb = xv(0u, 2u * wi + 1u) * prescale(1u);
         a4 += rows4Word(base, last, wi, xa, xb);
         if (RPT == 8u) { b4 += rows4Word(base + 4u, last, wi, xa, xb); }
-        if (EPI == 2u) {
+        if (epiGated(EPI)) {
           u4 += rows4Word(base + h, last + h, wi, xa, xb);
           if (RPT == 8u) { v4 += rows4Word(base + 4u + h, last + h, wi, xa, xb); }
         }
@@ -381,7 +383,7 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
         for (var r = 0u; r < RPT; r++) {
           if (base + r < logical_rows) {
             acc[r * BATCH + b] += dotWord(base + r, wi, xa, xb);
-            if (EPI == 2u) { acc[up + r * BATCH + b] += dotWord(base + r + N / 2u, wi, xa, xb); }
+            if (epiGated(EPI)) { acc[up + r * BATCH + b] += dotWord(base + r + N / 2u, wi, xa, xb); }
           }
         }
       }
@@ -392,13 +394,13 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
       for (var r = 0u; r < RPT; r++) {
         if (base + r < logical_rows) {
           accumulateGroup(base + r, g, &acc, r * BATCH);
-          if (EPI == 2u) { accumulateGroup(base + r + N / 2u, g, &acc, up + r * BATCH); }
+          if (epiGated(EPI)) { accumulateGroup(base + r + N / 2u, g, &acc, up + r * BATCH); }
         }
       }
     }
   }
   // Reduce over the lanes of each thread group, then over the KSPLIT groups that share the rows.
-  let n_acc = select(1u, 2u, EPI == 2u) * RPT * BATCH;
+  let n_acc = select(1u, 2u, epiGated(EPI)) * RPT * BATCH;
   for (var i = 0u; i < n_acc; i++) {
     let v = reduceLanes(acc[i], lid);
     if (lane == 0u) { part[tg * MAXACC + i] = v; }
@@ -416,14 +418,14 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
     for (var b = 0u; b < BATCH; b++) {
       let a = acc[r * BATCH + b];
       let out = b * Y_STRIDE + ROW_OFFSET + row;
-      if (EPI == 2u) {
+      if (epiGated(EPI)) {
         let u = acc[up + r * BATCH + b];
-        y[out] = a / (1.0 + exp(-a)) * u;
+        y[out] = actGate(EPI, a) * u;
       } else {
         var v = a;
         if (HAS_BIAS) { v += bias[ROW_OFFSET + row]; }
         if (EPI == 1u) { v += y[out]; }
-        y[out] = v;
+        y[out] = actPlain(EPI, v);
       }
     }
   }

@@ -3,7 +3,8 @@
 // (8 weights) is loaded and decoded to f32 once per workgroup and applied to all BT activation rows of the
 // workgroup's batch tile, instead of once per row as gemv.wgsl's BATCH > 1 path does.
 //   NORM:  x̂ = x · rsqrt(mean(x²) + EPS) · norm_w   (the RMS of each of the tile's rows, over all of K, first)
-//   EPI 0: y = acc (+ bias)   EPI 1: y += acc (+ bias)   EPI 2: rows r and r + N/2 → y[r] = silu(g) · u
+//   EPI 0: y = acc (+ bias)   EPI 1: y += acc (+ bias)   EPI 2 / 5: rows r and r + N/2 → y[r] = silu(g) · u /
+//   gelu_tanh(g) · u   EPI 3 / 4: y = gelu(acc + bias), erf / tanh (activation.wgsl)
 // The activations of the tile are staged in workgroup memory KT elements of K at a time (xs[b][k], x̂ already
 // normalised and, for q4, carrying the prescale of the nibble trick of gemv.wgsl), so BT · KT · 4 bytes fit.
 // A thread group of TPR lanes owns RPT weight rows; its lanes take consecutive words of a row within the tile.
@@ -18,6 +19,7 @@
 // f32 path's 8 multiply-adds plus 16 staged-x loads, and each digit word loaded serves 4 weight rows. KSPLIT
 // thread groups share 4 rows, each over every KSPLIT-th group of K, so small matrices still fill the GPU.
 //#enable subgroups
+//#include activation
 
 override QFMT: u32 = 0u;
 override N: u32 = 1u;           // weight rows in this buffer (chunk)
@@ -33,7 +35,7 @@ override X_STRIDE: u32 = K;     // floats per batch row of x (multiple of 4)
 override TPR: u32 = 8u;         // lanes per thread group (power of two)
 override WG: u32 = 256u;
 override SG_REDUCE: bool = false;
-override RPT: u32 = 1u;         // weight rows per thread group: (EPI 2 ? 2 : 1) · RPT · BT ≤ MAXACC
+override RPT: u32 = 1u;         // weight rows per thread group: (gated ? 2 : 1) · RPT · BT ≤ MAXACC
 override KT: u32 = 256u;        // K elements staged per tile (multiple of 8)
 override Q8: bool = false;      // int8 x̂ from gemv_quant.wgsl in binding 4 (QFMT ≤ 1, RPT 4, BT ≤ MAXBT_Q8)
 override Q8_DIGITS: u32 = 2u;   // 1 or 2
@@ -152,10 +154,10 @@ fn mainQ8(lid: u32, wid: vec3<u32>) {
   let tg = lid / TPR;
   let lane = lid % TPR;
   let ks = tg % KSPLIT;  // which groups of K this thread group sums
-  let logical_rows = select(N, N / 2u, EPI == 2u);
+  let logical_rows = select(N, N / 2u, epiGated(EPI));
   let base = wid.y * (WG / TPR / KSPLIT) * 4u + (tg / KSPLIT) * 4u;
   let last = max(logical_rows, 1u) - 1u;
-  let h = select(0u, N / 2u, EPI == 2u);
+  let h = select(0u, N / 2u, epiGated(EPI));
   let G = K / 32u;
   var acc: array<vec4<f32>, MAXBT_Q8>;   // [b]: rows base .. base + 3
   var accu: array<vec4<f32>, MAXBT_Q8>;  // SwiGLU "up" rows
@@ -168,7 +170,7 @@ fn mainQ8(lid: u32, wid: vec3<u32>) {
     var gu: array<GroupW, 4>;
     for (var r = 0u; r < 4u; r++) {
       gw[r] = loadGroupW(min(base + r, last), g);
-      if (EPI == 2u) { gu[r] = loadGroupW(min(base + r, last) + h, g); }
+      if (epiGated(EPI)) { gu[r] = loadGroupW(min(base + r, last) + h, g); }
     }
     for (var b = 0u; b < BT; b++) {
       if (b < nbt) {
@@ -188,7 +190,7 @@ fn mainQ8(lid: u32, wid: vec3<u32>) {
         let d = select(step, step / 254.0, Q8_DIGITS == 2u);
         acc[b] += d * vec4<f32>(groupDotQ8(gw[0], q, z), groupDotQ8(gw[1], q, z), groupDotQ8(gw[2], q, z),
                                 groupDotQ8(gw[3], q, z));
-        if (EPI == 2u) {
+        if (epiGated(EPI)) {
           accu[b] += d * vec4<f32>(groupDotQ8(gu[0], q, z), groupDotQ8(gu[1], q, z), groupDotQ8(gu[2], q, z),
                                    groupDotQ8(gu[3], q, z));
         }
@@ -200,7 +202,7 @@ fn mainQ8(lid: u32, wid: vec3<u32>) {
     let a = acc[b];
     let u = accu[b];
     acc[b] = vec4<f32>(reduceLanes(a.x, lid), reduceLanes(a.y, lid), reduceLanes(a.z, lid), reduceLanes(a.w, lid));
-    if (EPI == 2u) {
+    if (epiGated(EPI)) {
       accu[b] = vec4<f32>(reduceLanes(u.x, lid), reduceLanes(u.y, lid), reduceLanes(u.z, lid), reduceLanes(u.w, lid));
     }
     if (KSPLIT > 1u && lane == 0u) {
@@ -229,13 +231,13 @@ fn mainQ8(lid: u32, wid: vec3<u32>) {
       let row = base + r;
       if (b < nbt && row < logical_rows) {
         let out = (b0 + b) * Y_STRIDE + ROW_OFFSET + row;
-        if (EPI == 2u) {
-          y[out] = acc[b][r] / (1.0 + exp(-acc[b][r])) * accu[b][r];
+        if (epiGated(EPI)) {
+          y[out] = actGate(EPI, acc[b][r]) * accu[b][r];
         } else {
           var v = acc[b][r];
           if (HAS_BIAS) { v += bias[ROW_OFFSET + row]; }
           if (EPI == 1u) { v += y[out]; }
-          y[out] = v;
+          y[out] = actPlain(EPI, v);
         }
       }
     }
@@ -272,7 +274,7 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
   }
   let tg = lid / TPR;
   let lane = lid % TPR;
-  let logical_rows = select(N, N / 2u, EPI == 2u);
+  let logical_rows = select(N, N / 2u, epiGated(EPI));
   let base = wid.y * (WG / TPR) * RPT + tg * RPT;
   let up = RPT * BT;  // offset of the SwiGLU "up" accumulators
   var acc: array<f32, MAXACC>;
@@ -300,13 +302,13 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
         if (row < logical_rows) {
           let g = decodeWord(row, gw);
           var u: array<vec4<f32>, 2>;
-          if (EPI == 2u) { u = decodeWord(row + N / 2u, gw); }
+          if (epiGated(EPI)) { u = decodeWord(row + N / 2u, gw); }
           for (var b = 0u; b < BT; b++) {
             if (b < nbt) {
               let xa = xs[b * (KT / 4u) + 2u * wi];
               let xb = xs[b * (KT / 4u) + 2u * wi + 1u];
               acc[r * BT + b] += dot(g[0], xa) + dot(g[1], xb);
-              if (EPI == 2u) { acc[up + r * BT + b] += dot(u[0], xa) + dot(u[1], xb); }
+              if (epiGated(EPI)) { acc[up + r * BT + b] += dot(u[0], xa) + dot(u[1], xb); }
             }
           }
         }
@@ -314,7 +316,7 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
     }
   }
   // Reduce over the lanes of each thread group; lane 0 writes the outputs.
-  let n_acc = select(1u, 2u, EPI == 2u) * RPT * BT;
+  let n_acc = select(1u, 2u, epiGated(EPI)) * RPT * BT;
   for (var i = 0u; i < n_acc; i++) { acc[i] = reduceLanes(acc[i], lid); }
   if (lane != 0u) { return; }
   for (var r = 0u; r < RPT; r++) {
@@ -323,14 +325,14 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
     for (var b = 0u; b < nbt; b++) {
       let a = acc[r * BT + b];
       let out = (b0 + b) * Y_STRIDE + ROW_OFFSET + row;
-      if (EPI == 2u) {
+      if (epiGated(EPI)) {
         let u = acc[up + r * BT + b];
-        y[out] = a / (1.0 + exp(-a)) * u;
+        y[out] = actGate(EPI, a) * u;
       } else {
         var v = a;
         if (HAS_BIAS) { v += bias[ROW_OFFSET + row]; }
         if (EPI == 1u) { v += y[out]; }
-        y[out] = v;
+        y[out] = actPlain(EPI, v);
       }
     }
   }

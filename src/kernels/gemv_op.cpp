@@ -26,7 +26,7 @@ Activations resolveActivations(Activations act, const DeviceInfo& d) {
 
 // Output columns of a GEMV: N, or N / 2 for SwiGLU (gate and up halves).
 uint32_t out_w_of(const LinearWeights& w, const GemvConfig& cfg) {
-  return cfg.epi == Epilogue::kSwiGlu ? w.N / 2 : w.N;
+  return gatedEpilogue(cfg.epi) ? w.N / 2 : w.N;
 }
 }  // namespace
 
@@ -53,7 +53,7 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
     return createCpu(ctx, w, x, y, cfg);
   if (cfg.batch > 8)
     return makeError(ErrorCode::kBadRequest, "q3f16_1 decodes at most 8 rows at once", {{"batch", cfg.batch}});
-  if (cfg.epi == Epilogue::kSwiGlu && w.w_chunks.size() != 1)
+  if (gatedEpilogue(cfg.epi) && w.w_chunks.size() != 1)
     return makeError(ErrorCode::kInternal, "SwiGLU gemv needs an unsplit weight", {{"chunks", w.w_chunks.size()}});
   const DeviceInfo& d = ctx.info();
   // EWGPU_GEMV_TPR / _RPT / _KSPLIT override the defaults below (tuning sweeps on a new GPU; bench/h200_run.sh).
@@ -64,7 +64,7 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
   uint32_t rpt = cfg.rpt ? cfg.rpt : knob("EWGPU_GEMV_RPT");
   if (!rpt) rpt = std::max<uint32_t>(1, (d.cpuAdapter() ? 8u : 4u) / cfg.batch);
   if (2 * rpt * cfg.batch > 32) rpt = std::max<uint32_t>(1, 16 / cfg.batch);
-  const uint32_t out_w = cfg.epi == Epilogue::kSwiGlu ? w.N / 2 : w.N;
+  const uint32_t out_w = gatedEpilogue(cfg.epi) ? w.N / 2 : w.N;
   const bool q4 = w.format == WeightFormat::kQ4F16 || w.format == WeightFormat::kQ4F32;
   const Activations act = resolveActivations(cfg.act, d);
   const uint32_t groups_k = w.K / 32;
@@ -134,7 +134,7 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
     Part p;
     p.kernel = *kern;
     p.bg = std::move(*bg);
-    uint32_t rows = cfg.epi == Epilogue::kSwiGlu ? n / 2 : n;
+    uint32_t rows = gatedEpilogue(cfg.epi) ? n / 2 : n;
     uint32_t groups = (rows + rows_per_wg - 1) / rows_per_wg;
     p.gx = std::min<uint32_t>(groups, 65535);
     p.gy = (groups + p.gx - 1) / p.gx;
@@ -171,7 +171,7 @@ Result<GemvOp> GemvOp::createBatched(gpu::Context& ctx, const LinearWeights& w, 
   uint32_t tpr = cfg.tpr ? cfg.tpr : knob("EWGPU_GEMVB_TPR");
   if (!tpr) tpr = d.subgroups ? std::clamp<uint32_t>(d.subgroup_min_size, 4, 8) : 8;
   const bool sg = d.subgroups && tpr <= d.subgroup_min_size;
-  const uint32_t halves = cfg.epi == Epilogue::kSwiGlu ? 2 : 1;
+  const uint32_t halves = gatedEpilogue(cfg.epi) ? 2 : 1;
   // Weight rows per thread group: as many as the 64 accumulators allow, at most 4 (always 4 with int8 x̂).
   uint32_t rpt = cfg.rpt ? cfg.rpt : knob("EWGPU_GEMVB_RPT");
   if (!rpt) rpt = cpu ? std::clamp<uint32_t>(64 / (halves * bt), 1, 4) : 1;
@@ -241,7 +241,7 @@ Result<GemvOp> GemvOp::createBatched(gpu::Context& ctx, const LinearWeights& w, 
     Part p;
     p.kernel = *kern;
     p.bg = std::move(*bg);
-    const uint32_t rows = cfg.epi == Epilogue::kSwiGlu ? n / 2 : n;
+    const uint32_t rows = gatedEpilogue(cfg.epi) ? n / 2 : n;
     p.gy = (rows + rows_per_wg - 1) / rows_per_wg;
     if (p.gy > d.max_compute_workgroups_per_dimension && d.max_compute_workgroups_per_dimension)
       return makeError(ErrorCode::kInternal, "gemv_batch: too many row groups", {{"groups", p.gy}});

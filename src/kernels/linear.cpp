@@ -36,7 +36,7 @@ Status checkShapes(const LinearWeights& wt, Epilogue epi, GemmTiling tiling) {
   uint64_t rows = 0;
   for (uint32_t r : wt.chunk_rows) rows += r;
   if (rows != wt.N) return badRequest("chunk_rows must sum to N", {{"sum", rows}, {"N", wt.N}});
-  if (epi == Epilogue::kSwiGlu && (wt.w_chunks.size() != 1 || wt.N % 2 != 0))
+  if (gatedEpilogue(epi) && (wt.w_chunks.size() != 1 || wt.N % 2 != 0))
     return badRequest("SwiGLU needs one chunk of 2I rows", {{"chunks", wt.w_chunks.size()}, {"N", wt.N}});
   auto okTile = [](uint32_t t) { return t == 64 || t == 128; };
   if (!okTile(tiling.tile_t) || !okTile(tiling.tile_n))
@@ -75,7 +75,7 @@ uint64_t scaleBytes(WeightFormat f, uint32_t rows, uint32_t K) {
 Result<GemmOp> GemmOp::create(gpu::Context& ctx, const LinearWeights& wt, const gpu::Buffer& x, const gpu::Buffer& y,
                               const gpu::Buffer& meta, Epilogue epi, uint32_t max_tokens, GemmTiling tiling) {
   EWGPU_TRY(checkShapes(wt, epi, tiling));
-  bool swiglu = epi == Epilogue::kSwiGlu;
+  bool swiglu = gatedEpilogue(epi);
   uint32_t y_cols = swiglu ? wt.N / 2 : wt.N;
   EWGPU_TRY(checkSize(&x, (uint64_t)max_tokens * wt.K * 4, "x"));
   EWGPU_TRY(checkSize(&y, (uint64_t)max_tokens * y_cols * 4, "y"));
@@ -171,8 +171,11 @@ void GemmOp::record(gpu::Recorder& rec, uint32_t tokens) const {
 
 Result<RmsNormOp> RmsNormOp::create(gpu::Context& ctx, const gpu::Buffer& x, const gpu::Buffer& weight,
                                     const gpu::Buffer& out, const gpu::Buffer& meta, uint32_t H, float eps,
-                                    uint32_t max_tokens) {
+                                    uint32_t max_tokens, const Mode& mode) {
   if (H == 0) return makeError(ErrorCode::kBadRequest, "rmsnorm: H must be positive");
+  if (mode.layer && (!mode.bias || mode.bias->size() < (uint64_t)H * 4 || mode.bias == &out))
+    return makeError(ErrorCode::kBadRequest, "rmsnorm: a LayerNorm needs a bias of H floats apart from out",
+                     {{"H", H}});
   uint64_t row_bytes = (uint64_t)H * 4;
   if (x.size() < max_tokens * row_bytes || out.size() < max_tokens * row_bytes || weight.size() < row_bytes ||
       meta.size() < 4)
@@ -185,10 +188,10 @@ Result<RmsNormOp> RmsNormOp::create(gpu::Context& ctx, const gpu::Buffer& x, con
     return makeError(ErrorCode::kBadRequest, "rmsnorm: max_tokens too large for one dispatch",
                      {{"max_tokens", max_tokens}});
   RmsNormOp op;
-  auto kernel = ctx.kernel("rmsnorm", {{"H", H}, {"EPS", eps}});
+  auto kernel = ctx.kernel("rmsnorm", {{"H", H}, {"EPS", eps}, {"LAYER", mode.layer ? 1 : 0}, {"ADD", mode.add ? 1 : 0}});
   if (!kernel) return std::move(kernel).error();
   op.kernel_ = *kernel;
-  auto bg = ctx.bindGroup(*op.kernel_, {{&x}, {&weight}, {&out}, {&meta}});
+  auto bg = ctx.bindGroup(*op.kernel_, {{&x}, {&weight}, {&out}, {&meta}, {mode.layer ? mode.bias : &weight}});
   if (!bg) return std::move(bg).error();
   op.bind_group_ = std::move(*bg);
   op.max_tokens_ = max_tokens;

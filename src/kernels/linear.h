@@ -1,5 +1,6 @@
 // Host-side wrappers of the prefill kernels: GemmOp (src/kernels/gemm.wgsl, a linear layer over T tokens with a
-// store / residual-add / SwiGLU epilogue, every weight format) and RmsNormOp (src/kernels/rmsnorm.wgsl).
+// store / residual-add / gated or GELU epilogue, every weight format) and RmsNormOp (src/kernels/rmsnorm.wgsl: RMSNorm or
+// LayerNorm, stored or added).
 // create() validates shapes and buffer sizes, compiles the specialised pipelines and builds every bind group
 // once; record() only dispatches, so nothing is created in the token loop. The token count T of the chunk is
 // dynamic: the GPU reads it from meta[0], record(tokens) only sizes the grid (tokens >= meta[0] is fine).
@@ -31,7 +32,12 @@ enum class Epilogue : int {
   kStore = 0,        // y[t, n] = acc (+ bias)                           y [T, N]
   kResidualAdd = 1,  // y[t, n] += acc (+ bias)   (y = residual stream)   y [T, N]
   kSwiGlu = 2,       // y[t, i] = silu(gate_i) * up_i, rows 0..I-1 gate, I..2I-1 up; y [T, I = N / 2]
+  kGelu = 3,         // y[t, n] = gelu(acc (+ bias)), exact (erf): gpt_neox, bert
+  kGeluTanh = 4,     // y[t, n] = gelu_tanh(acc (+ bias)), the tanh approximation: phi-1.5 / phi-2
+  kGeGlu = 5,        // as kSwiGlu with gelu_tanh(gate_i): gemma
 };
+// The epilogues whose weight holds gate and up halves (output width N / 2).
+inline bool gatedEpilogue(Epilogue e) { return e == Epilogue::kSwiGlu || e == Epilogue::kGeGlu; }
 
 // Tile shape of the GEMM (a tuning knob; 64 or 128 each). Bigger tiles need more workgroup memory:
 // (tile_t + tile_n) * 16 * 4 bytes (q3: * 20 / 16); create() checks it against the device limit.
@@ -73,10 +79,21 @@ class GemmOp {
 
 class RmsNormOp {
  public:
-  // x, out: f32 [max_tokens, H] (different buffers); weight: f32 [H]; meta[0] = T.
+  // x, out: f32 [max_tokens, H] (different buffers); weight: f32 [H]; meta[0] = T (the prefill meta, or a
+  // Forward's active-rows word for decode rows). With `mode` a LayerNorm (bias f32 [H]) and/or out += norm(x).
+  struct Mode {
+    bool layer = false;                 // LayerNorm: mean subtracted, then + bias
+    const gpu::Buffer* bias = nullptr;  // LayerNorm's bias (required with layer)
+    bool add = false;                   // out[t] += norm(x[t]) instead of out[t] = norm(x[t])
+  };
   static Result<RmsNormOp> create(gpu::Context& ctx, const gpu::Buffer& x, const gpu::Buffer& weight,
                                   const gpu::Buffer& out, const gpu::Buffer& meta, uint32_t H, float eps,
-                                  uint32_t max_tokens);
+                                  uint32_t max_tokens, const Mode& mode);
+  static Result<RmsNormOp> create(gpu::Context& ctx, const gpu::Buffer& x, const gpu::Buffer& weight,
+                                  const gpu::Buffer& out, const gpu::Buffer& meta, uint32_t H, float eps,
+                                  uint32_t max_tokens) {
+    return create(ctx, x, weight, out, meta, H, eps, max_tokens, Mode{});
+  }
   void record(gpu::Recorder& rec, uint32_t tokens) const;
 
  private:

@@ -18,7 +18,7 @@ bool linearCpuServes(const DeviceInfo& d, const LinearWeights& w, Epilogue epi) 
   if (!d.cpuAdapter() || (uint64_t)w.N * w.K > kMaxWeights) return false;
   if (const char* e = std::getenv("EWGPU_LINEAR_CPU"); e && std::string(e) == "0") return false;
   const bool q4 = w.format == WeightFormat::kQ4F16 || w.format == WeightFormat::kQ4F32;
-  return q4 && w.K % 32 == 0 && !(epi == Epilogue::kSwiGlu && (w.bias || w.w_chunks.size() != 1));
+  return q4 && w.K % 32 == 0 && !(gatedEpilogue(epi) && (w.bias || w.w_chunks.size() != 1));
 }
 
 Result<std::vector<LinearCpuPart>> createLinearCpu(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x,
@@ -27,7 +27,7 @@ Result<std::vector<LinearCpuPart>> createLinearCpu(gpu::Context& ctx, const Line
     return makeError(ErrorCode::kInternal, "linear_cpu does not serve this layer", {{"format", (int)w.format}});
   if ((a.tokens == 0) != (a.meta != nullptr) || (a.norm && a.tokens != 1))
     return makeError(ErrorCode::kInternal, "linear_cpu: tokens 0 needs meta, and the norm prologue one token");
-  const bool swiglu = a.epi == Epilogue::kSwiGlu;
+  const bool swiglu = gatedEpilogue(a.epi);
   const uint32_t out_w = swiglu ? w.N / 2 : w.N;
   const uint32_t y_stride = a.y_stride ? a.y_stride : out_w;
   const uint32_t x_stride = a.x_stride ? a.x_stride : w.K;

@@ -13,7 +13,7 @@ override QFMT: u32 = 0u;  // 0 q4f16_1 (f16 scales), 1 q4f32_1 (f32 scales)
 struct Params {
   n: u32,           // weight rows in this buffer (SwiGLU: 2I)
   k: u32,           // inputs, a multiple of 32
-  epi: u32,         // 0 store, 1 residual add, 2 SwiGLU
+  epi: u32,         // 0 store, 1 residual add, 2 SwiGLU, 3/4 GELU erf/tanh, 5 GeGLU (activation.wgsl)
   norm: u32,        // 1: the RMSNorm prologue
   has_bias: u32,
   eps: f32,
@@ -24,6 +24,8 @@ struct Params {
   pad0: u32,
   pad1: u32,
 }
+
+//#include activation
 
 @group(0) @binding(0) var<storage, read> w: array<u32>;
 @group(0) @binding(1) var<storage, read> s: array<u32>;
@@ -74,7 +76,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     workgroupBarrier();
     r = rinv;
   }
-  let swiglu = p.epi == 2u;
+  let swiglu = epiGated(p.epi);
   let rows = select(p.n, p.n / 2u, swiglu);
   let n = wid.x * WG + lid;
   if (n >= rows) { return; }
@@ -122,12 +124,12 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   for (var j = 0u; j < nt; j++) {
     let o = (t0 + j) * p.y_stride + p.row_offset + n;
     if (swiglu) {
-      y[o] = a[j] / (1.0 + exp(-a[j])) * u[j];
+      y[o] = actGate(p.epi, a[j]) * u[j];
     } else {
       var v = a[j];
       if (p.has_bias == 1u) { v += bias[p.row_offset + n]; }
       if (p.epi == 1u) { v += y[o]; }
-      y[o] = v;
+      y[o] = actPlain(p.epi, v);
     }
   }
 }

@@ -62,6 +62,76 @@ json bertModelConfigFields(const ModelConfig& c) {
           {"max_batch_size", 4}};
 }
 
+// The model_config fields MLC's config classes write for the families beyond llama / qwen (docs/architectures.md),
+// on top of the common ones.
+void familyFields(const ModelConfig& c, json& m) {
+  if (usesLayerNorm(c.arch)) {
+    m.erase("rms_norm_eps");
+    m[c.arch == Arch::kPhi ? "layer_norm_epsilon" : "layer_norm_eps"] = shortFloat(c.rms_eps);
+  }
+  m["position_embedding_base"] = c.rope_theta;
+  switch (c.arch) {
+    case Arch::kGemma:
+    case Arch::kGemma2:
+    case Arch::kGemma3:
+      m["attention_bias"] = false;
+      m["hidden_activation"] = "gelu_pytorch_tanh";
+      if (c.arch == Arch::kGemma) break;
+      m["query_pre_attn_scalar"] = shortFloat((float)(1.0 / (c.attnScale() * c.attnScale())));
+      if (c.arch == Arch::kGemma2) {
+        m["sliding_window"] = c.layer_window > 0 ? c.layer_window : c.context_window;
+        m["attn_logit_softcapping"] = c.attn_softcap > 0 ? json(shortFloat(c.attn_softcap)) : json(nullptr);
+        m["final_logit_softcapping"] = c.final_softcap > 0 ? json(shortFloat(c.final_softcap)) : json(nullptr);
+      } else {  // gemma3: the text model's fields sit in text_config (model_config.cpp reads both levels)
+        m["sliding_window_size"] = c.layer_window > 0 ? c.layer_window : c.context_window;
+        m["sliding_window_pattern"] = c.window_pattern;
+        m["rope_local_base_freq"] = c.rope_local_theta > 0 ? c.rope_local_theta : 10000.0;
+      }
+      break;
+    case Arch::kPhi3:
+    case Arch::kStableLm:
+      m["partial_rotary_factor"] = shortFloat(c.partial_rotary_factor);
+      if (c.arch == Arch::kStableLm) m["use_qkv_bias"] = c.qkv_bias;
+      else m["tie_word_embeddings"] = c.tie_embeddings;
+      if (c.rope_scaling && c.rope_scaling->rope_type == "longrope") {
+        const RopeScaling& r = *c.rope_scaling;
+        m["rope_scaling"] = {{"type", "longrope"}, {"rope_type", "longrope"}, {"short_factor", r.short_factor},
+                             {"long_factor", r.long_factor}, {"max_position_embeddings", r.max_position_embeddings},
+                             {"original_max_position_embeddings", r.original_max_position_embeddings}};
+        m["original_max_position_embeddings"] = r.original_max_position_embeddings;
+        m["max_position_embeddings"] = r.max_position_embeddings;
+      }
+      break;
+    case Arch::kOlmo2:
+      m["hidden_act"] = "silu";
+      m["tie_word_embeddings"] = c.tie_embeddings;
+      break;
+    case Arch::kGptNeox:
+      m["use_parallel_residual"] = c.parallel_residual;
+      m["rotary_pct"] = shortFloat(c.partial_rotary_factor);
+      m["hidden_act"] = c.mlp == MlpKind::kGelu ? "gelu" : "gelu_new";
+      break;
+    case Arch::kPhi:
+      m["rotary_dim"] = c.rotaryDim();
+      break;
+    case Arch::kMinistral3:
+      m["tie_word_embeddings"] = c.tie_embeddings;
+      m["hidden_act"] = "silu";
+      m["sliding_window_size"] = c.sliding_window;
+      if (c.rope_scaling && c.rope_scaling->rope_type == "yarn") {
+        const RopeScaling& r = *c.rope_scaling;
+        m["rope_parameters"] = {{"rope_type", "yarn"}, {"factor", shortFloat(r.factor)},
+                                {"beta_fast", shortFloat(r.beta_fast)}, {"beta_slow", shortFloat(r.beta_slow)},
+                                {"mscale", shortFloat(r.mscale)}, {"mscale_all_dim", shortFloat(r.mscale_all_dim)},
+                                {"llama_4_scaling_beta", shortFloat(r.llama4_beta)},
+                                {"original_max_position_embeddings", r.original_max_position_embeddings}};
+      }
+      break;
+    default:
+      break;
+  }
+}
+
 json modelConfigFields(const ModelConfig& c) {
   if (c.arch == Arch::kBert) return bertModelConfigFields(c);
   json m = {{"hidden_size", c.hidden},
@@ -123,7 +193,8 @@ json modelConfigFields(const ModelConfig& c) {
       m["partial_rotary_factor"] = shortFloat(c.partial_rotary_factor);
       m["dtype"] = "float32";
       break;
-    case Arch::kBert:
+    default:
+      familyFields(c, m);
       break;
   }
   return m;
@@ -188,6 +259,8 @@ std::string_view defaultConvTemplateName(Arch a) {
       return "qwen3_5_nothink";
     case Arch::kBert:
       return "LM";
+    default:
+      return "chatml";
   }
   return "chatml";
 }

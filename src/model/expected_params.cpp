@@ -42,20 +42,32 @@ class ParamList {
   DType dt_;
 };
 
-void addAttention(const ModelConfig& c, const std::string& p, ParamList& out) {
+void addNorm(const ModelConfig& c, const std::string& name, ParamList& out) {
+  if (name.empty()) return;
+  out.vector(name, c.hidden);
+  if (c.norm == NormKind::kLayer) out.vector(normBiasName(name), c.hidden);
+}
+
+void addAttention(const ModelConfig& c, const LayerNames& n, ParamList& out) {
   int64_t D = c.head_dim, H = c.hidden, q = c.n_heads, kv = c.n_kv_heads;
   int64_t qRows = c.arch == Arch::kQwen3_5 ? 2 * q * D : q * D;  // qwen3_5: query|gate per head
   int64_t rows = qRows + 2 * kv * D;
-  bool llamaNames = c.arch == Arch::kLlama || c.arch == Arch::kMistral;
-  std::string qkv = p + (llamaNames ? "self_attn.qkv_proj" : "self_attn.c_attn");
-  out.matrix(qkv, rows, H);
-  if (c.qkv_bias) out.vector(qkv + ".bias", rows);
-  if (c.qk_norm) {
-    out.vector(p + "self_attn.q_norm.weight", D);
-    out.vector(p + "self_attn.k_norm.weight", D);
+  if (n.qkv.size() == 1) {
+    out.matrix(n.qkv[0], rows, H);
+    if (n.qkv_bias) out.vector(n.qkv[0] + ".bias", rows);
+  } else {
+    const int64_t parts[3] = {qRows, kv * D, kv * D};
+    for (int i = 0; i < 3; ++i) {
+      out.matrix(n.qkv[i], parts[i], H);
+      if (n.qkv_bias) out.vector(n.qkv[i] + ".bias", parts[i]);
+    }
   }
-  out.matrix(p + "self_attn.o_proj", H, q * D);
-  if (c.o_bias) out.vector(p + "self_attn.o_proj.bias", H);
+  if (!n.q_norm.empty()) {
+    out.vector(n.q_norm, c.qk_norm_full ? q * D : D);
+    out.vector(n.k_norm, c.qk_norm_full ? kv * D : D);
+  }
+  out.matrix(n.o, H, q * D);
+  if (n.o_bias) out.vector(n.o + ".bias", H);
 }
 
 void addLinearAttention(const ModelConfig& c, const std::string& p, ParamList& out) {
@@ -104,24 +116,135 @@ ParamList buildBertList(const ModelConfig& c) {
 ParamList buildList(const ModelConfig& c) {
   if (c.arch == Arch::kBert) return buildBertList(c);
   ParamList out(c);
-  out.matrix("model.embed_tokens", c.vocab, c.hidden, true);
+  const ModelNames m = modelNames(c);
+  out.matrix(m.embed, c.vocab, c.hidden, true);
+  const bool gated = c.mlp == MlpKind::kSwiGlu || c.mlp == MlpKind::kGeGlu;
   for (int i = 0; i < c.n_layers; ++i) {
-    std::string p = "model.layers." + std::to_string(i) + ".";
-    out.vector(p + "input_layernorm.weight", c.hidden);
+    const LayerNames n = layerNames(c, i);
+    addNorm(c, n.input_norm, out);
     if (c.isFullAttention(i))
-      addAttention(c, p, out);
+      addAttention(c, n, out);
     else
-      addLinearAttention(c, p, out);
-    out.vector(p + "post_attention_layernorm.weight", c.hidden);
-    out.matrix(p + "mlp.gate_up_proj", 2 * (int64_t)c.intermediate, c.hidden);
-    out.matrix(p + "mlp.down_proj", c.hidden, c.intermediate);
+      addLinearAttention(c, "model.layers." + std::to_string(i) + ".", out);
+    addNorm(c, n.post_attn_norm, out);
+    addNorm(c, n.ffn_norm, out);
+    out.matrix(n.up, (gated ? 2 : 1) * (int64_t)c.intermediate, c.hidden);
+    // gpt_neox keeps its MLP biases in float32 (MLC's ffn_out_dtype; the quantized linear does not cast them).
+    const std::optional<DType> mlp_bias = c.arch == Arch::kGptNeox ? std::optional<DType>(DType::kF32) : std::nullopt;
+    if (n.up_bias) out.vector(n.up + ".bias", (gated ? 2 : 1) * (int64_t)c.intermediate, mlp_bias);
+    out.matrix(n.down, c.hidden, c.intermediate);
+    if (n.down_bias) out.vector(n.down + ".bias", c.hidden, mlp_bias);
+    addNorm(c, n.post_ffn_norm, out);
   }
-  out.vector("model.norm.weight", c.hidden);
-  if (!c.tie_embeddings) out.matrix("lm_head", c.vocab, c.hidden);
+  addNorm(c, m.final_norm, out);
+  if (!m.lm_head.empty()) {
+    out.matrix(m.lm_head, c.vocab, c.hidden);
+    if (m.lm_head_bias) out.vector(m.lm_head + ".bias", c.vocab);
+  }
   return out;
 }
 
 }  // namespace
+
+std::string normBiasName(const std::string& w) {
+  const std::string suffix = ".weight";
+  if (w.size() > suffix.size() && w.compare(w.size() - suffix.size(), suffix.size(), suffix) == 0)
+    return w.substr(0, w.size() - suffix.size()) + ".bias";
+  return w + ".bias";
+}
+
+LayerNames layerNames(const ModelConfig& c, int layer) {
+  LayerNames n;
+  const std::string i = std::to_string(layer);
+  n.qkv_bias = c.qkv_bias;
+  n.o_bias = c.o_bias;
+  n.up_bias = n.down_bias = c.mlp_bias;
+  switch (c.arch) {
+    case Arch::kPhi3: {
+      const std::string p = "transformer.h." + i + ".";
+      n.input_norm = p + "ln.weight";
+      n.qkv = {p + "mixer.qkv_proj"};
+      n.o = p + "mixer.out_proj";
+      n.ffn_norm = p + "post_attention_layernorm.weight";
+      n.up = p + "mlp.gate_up_proj";
+      n.down = p + "mlp.down_proj";
+      return n;
+    }
+    case Arch::kPhi: {
+      const std::string p = "transformer.h." + i + ".";
+      n.input_norm = p + "ln.weight";
+      n.qkv = {p + "mixer.Wqkv"};
+      n.o = p + "mixer.out_proj";
+      n.up = p + "mlp.fc1";
+      n.down = p + "mlp.fc2";
+      return n;
+    }
+    case Arch::kGptNeox: {
+      const std::string p = "gpt_neox.layers." + i + ".";
+      n.input_norm = p + "input_layernorm.weight";
+      n.qkv = {p + "attention.query_key_value"};
+      n.o = p + "attention.dense";
+      n.ffn_norm = p + "post_attention_layernorm.weight";
+      n.up = p + "mlp.dense_h_to_4h";
+      n.down = p + "mlp.dense_4h_to_h";
+      return n;
+    }
+    default:
+      break;
+  }
+  const std::string p = (c.arch == Arch::kGemma3 ? "language_model.model.layers." : "model.layers.") + i + ".";
+  n.input_norm = p + "input_layernorm.weight";
+  const bool c_attn = c.arch == Arch::kQwen2 || c.arch == Arch::kQwen3 || c.arch == Arch::kQwen3_5;
+  if (c.arch == Arch::kGemma3)
+    n.qkv = {p + "self_attn.q_proj", p + "self_attn.k_proj", p + "self_attn.v_proj"};
+  else
+    n.qkv = {p + (c_attn ? "self_attn.c_attn" : "self_attn.qkv_proj")};
+  n.o = p + "self_attn.o_proj";
+  if (c.qk_norm || c.qk_norm_full) {
+    n.q_norm = p + "self_attn.q_norm.weight";
+    n.k_norm = p + "self_attn.k_norm.weight";
+  }
+  if (c.post_norms) {  // gemma2/3: post_attention_layernorm norms the attention output; olmo2 likewise
+    n.post_attn_norm = p + "post_attention_layernorm.weight";
+    n.post_ffn_norm = p + "post_feedforward_layernorm.weight";
+    if (c.pre_norms) n.ffn_norm = p + "pre_feedforward_layernorm.weight";
+  } else {
+    n.ffn_norm = p + "post_attention_layernorm.weight";
+  }
+  if (!c.pre_norms) n.input_norm.clear();
+  n.up = p + "mlp.gate_up_proj";
+  n.down = p + "mlp.down_proj";
+  return n;
+}
+
+ModelNames modelNames(const ModelConfig& c) {
+  ModelNames m;
+  m.lm_head_bias = c.lm_head_bias;
+  switch (c.arch) {
+    case Arch::kPhi3:
+      m.embed = "transformer.embd";
+      m.final_norm = "transformer.norm.weight";
+      m.lm_head = c.tie_embeddings ? "" : "lm_head";
+      return m;
+    case Arch::kPhi:
+      m.embed = "transformer.embd";
+      m.final_norm = "lm_head.ln.weight";
+      m.lm_head = "lm_head.linear";
+      return m;
+    case Arch::kGptNeox:
+      m.embed = "gpt_neox.embed_in";
+      m.final_norm = "gpt_neox.final_layer_norm.weight";
+      m.lm_head = "embed_out";
+      return m;
+    default:
+      break;
+  }
+  const std::string p = c.arch == Arch::kGemma3 ? "language_model.model." : "model.";
+  m.embed = p + "embed_tokens";
+  m.final_norm = p + "norm.weight";
+  m.lm_head = c.tie_embeddings ? "" : "lm_head";
+  return m;
+}
 
 DType modelDType(Quant q) { return quantSpec(q).f32_model ? DType::kF32 : DType::kF16; }
 
@@ -146,7 +269,8 @@ WeightTraffic weightTraffic(const ModelConfig& c) {
     for (int64_t d : p.shape) n *= d;
     uint64_t bytes = (uint64_t)n * dtypeSize(p.dtype);
     t.weight_bytes += bytes;
-    bool embedding = p.module == "model.embed_tokens", head = p.module == "lm_head";
+    const ModelNames names = modelNames(c);
+    bool embedding = p.module == names.embed, head = !names.lm_head.empty() && p.module == names.lm_head;
     if (embedding || head) {
       if (head || c.tie_embeddings) t.lm_head_bytes += bytes;
       if (embedding) t.bytes_per_token += bytes / (uint64_t)p.shape[0];  // one row of the lookup

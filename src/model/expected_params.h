@@ -36,6 +36,32 @@ struct MatrixSpec {
   bool embedding = false;
 };
 
+// The MLC names of one decoder layer's tensors by role ("" where the architecture has none; biases and norm
+// biases are <module>.bias). docs/architectures.md lists them per architecture.
+struct LayerNames {
+  std::string input_norm;               // pre-attention norm weight (LayerNorm: + .bias beside it); "" for olmo2
+  std::vector<std::string> qkv;         // one fused q|k|v module, or q, k, v modules (gemma3) fused on load
+  bool qkv_bias = false;
+  std::string o;                        // attention output projection
+  bool o_bias = false;
+  std::string q_norm, k_norm;           // per-head [D] (qwen3, gemma3) or whole-projection (olmo2) q/k norms
+  std::string post_attn_norm;           // gemma2/3, olmo2: the attention output's norm before its residual add
+  std::string ffn_norm;                 // pre-MLP norm; "" for a parallel block sharing input_norm (phi) and olmo2
+  std::string post_ffn_norm;            // gemma2/3, olmo2
+  std::string up, down;                 // gate|up (gated MLPs) or fc1, and down / fc2
+  bool up_bias = false, down_bias = false;
+};
+struct ModelNames {
+  std::string embed;                    // the embedding matrix module
+  std::string final_norm;               // final norm weight (LayerNorm: + .bias)
+  std::string lm_head;                  // "" when tied to the embedding
+  bool lm_head_bias = false;
+};
+LayerNames layerNames(const ModelConfig& c, int layer);
+ModelNames modelNames(const ModelConfig& c);
+// "<weight name without .weight>.bias": the bias beside a LayerNorm weight.
+std::string normBiasName(const std::string& norm_weight);
+
 // Every tensor the folder must contain, in writing order (embedding, layers 0..L-1, final norm, lm_head).
 std::vector<ParamSpec> expectedParams(const ModelConfig& c);
 // The matrices (each quantized or dense per the quantization), same order.

@@ -222,32 +222,56 @@ Result<std::unique_ptr<GpuModel>> uploadModel(gpu::Context& ctx, const ModelFold
   m->config = c;
   Uploader up(ctx, folder, opts);
   const uint32_t H = c.hidden, D = c.head_dim, I = c.intermediate;
-  EWGPU_ASSIGN(m->embed, up.matrix({{"model.embed_tokens", (uint32_t)c.vocab}}, H));
-  if (!c.tie_embeddings) EWGPU_ASSIGN(m->lm_head, up.matrix({{"lm_head", (uint32_t)c.vocab}}, H));
-  EWGPU_ASSIGN(m->final_norm, up.vector("model.norm.weight"));
-  const bool fused_qkv_name = c.arch == Arch::kQwen2 || c.arch == Arch::kQwen3 || c.arch == Arch::kQwen3_5;
+  const ModelNames names = modelNames(c);
+  const bool layer_norm = c.norm == NormKind::kLayer;
+  // A norm's weight (and its LayerNorm bias); nothing for a name the architecture leaves empty.
+  auto norm = [&](const std::string& name, gpu::Buffer& w, gpu::Buffer* b) -> Status {
+    if (name.empty()) return {};
+    EWGPU_ASSIGN(w, up.vector(name));
+    if (layer_norm && b) EWGPU_ASSIGN(*b, up.vector(normBiasName(name)));
+    return {};
+  };
+  EWGPU_ASSIGN(m->embed, up.matrix({{names.embed, (uint32_t)c.vocab}}, H));
+  if (!names.lm_head.empty())
+    EWGPU_ASSIGN(m->lm_head, up.matrix({{names.lm_head, (uint32_t)c.vocab}}, H,
+                                       names.lm_head_bias ? names.lm_head + ".bias" : ""));
+  EWGPU_TRY(norm(names.final_norm, m->final_norm, &m->final_norm_b));
+  const bool gated = c.mlp == MlpKind::kSwiGlu || c.mlp == MlpKind::kGeGlu;
   for (int i = 0; i < c.n_layers; ++i) {
     GpuLayer L;
     const std::string p = "model.layers." + std::to_string(i) + ".";
+    const LayerNames n = layerNames(c, i);
     L.full_attention = c.isFullAttention(i);
-    EWGPU_ASSIGN(L.input_norm, up.vector(p + "input_layernorm.weight"));
-    EWGPU_ASSIGN(L.post_norm, up.vector(p + "post_attention_layernorm.weight"));
+    EWGPU_TRY(norm(n.input_norm, L.input_norm, &L.input_norm_b));
+    EWGPU_TRY(norm(n.ffn_norm, L.post_norm, &L.post_norm_b));
+    EWGPU_TRY(norm(n.post_attn_norm, L.attn_out_norm, nullptr));
+    EWGPU_TRY(norm(n.post_ffn_norm, L.mlp_out_norm, nullptr));
     if (L.full_attention) {
-      const std::string a = p + "self_attn.";
-      const std::string qkv = a + (fused_qkv_name ? "c_attn" : "qkv_proj");
-      uint32_t q_rows = (c.arch == Arch::kQwen3_5 ? 2 : 1) * c.n_heads * D;
-      EWGPU_ASSIGN(L.qkv, up.matrix({{qkv, q_rows + 2 * (uint32_t)c.n_kv_heads * D}}, H, c.qkv_bias ? qkv + ".bias" : ""));
-      EWGPU_ASSIGN(L.o, up.matrix({{a + "o_proj", H}}, (uint32_t)c.n_heads * D, c.o_bias ? a + "o_proj.bias" : ""));
+      uint32_t q_rows = (c.arch == Arch::kQwen3_5 ? 2 : 1) * c.n_heads * D, kv_rows = (uint32_t)c.n_kv_heads * D;
+      std::vector<Part> parts;
+      if (n.qkv.size() == 1) parts = {{n.qkv[0], q_rows + 2 * kv_rows}};
+      else parts = {{n.qkv[0], q_rows}, {n.qkv[1], kv_rows}, {n.qkv[2], kv_rows}};
+      EWGPU_ASSIGN(L.qkv, up.matrix(parts, H, n.qkv_bias && n.qkv.size() == 1 ? n.qkv[0] + ".bias" : ""));
+      EWGPU_ASSIGN(L.o, up.matrix({{n.o, H}}, (uint32_t)c.n_heads * D, n.o_bias ? n.o + ".bias" : ""));
       std::vector<float> qk(2 * D, 1.0f);
       if (c.qk_norm) {
-        auto qn = loadVectorF32(folder, a + "q_norm.weight");
-        auto kn = loadVectorF32(folder, a + "k_norm.weight");
+        auto qn = loadVectorF32(folder, n.q_norm);
+        auto kn = loadVectorF32(folder, n.k_norm);
         if (!qn) return std::move(qn).error();
         if (!kn) return std::move(kn).error();
         std::memcpy(qk.data(), qn->data(), D * 4);
         std::memcpy(qk.data() + D, kn->data(), D * 4);
       }
-      EWGPU_ASSIGN(L.qk_norm, up.floats(qk, a + "qk_norm"));
+      EWGPU_ASSIGN(L.qk_norm, up.floats(qk, n.o + ".qk_norm"));
+      if (c.qk_norm_full) {
+        auto qn = loadVectorF32(folder, n.q_norm);
+        auto kn = loadVectorF32(folder, n.k_norm);
+        if (!qn) return std::move(qn).error();
+        if (!kn) return std::move(kn).error();
+        std::vector<float> both = std::move(*qn);
+        both.insert(both.end(), kn->begin(), kn->end());
+        EWGPU_ASSIGN(L.qk_norm_full, up.floats(both, n.o + ".qk_norm_full"));
+      }
     } else {
       const std::string la = p + "linear_attn.";
       const uint32_t nv = c.lin_v_heads, vd = c.lin_v_dim;
@@ -262,8 +286,8 @@ Result<std::unique_ptr<GpuModel>> uploadModel(gpu::Context& ctx, const ModelFold
       EWGPU_ASSIGN(L.dt_bias, up.vector(la + "dt_bias"));
       EWGPU_ASSIGN(L.gdn_norm, up.vector(la + "norm.weight"));
     }
-    EWGPU_ASSIGN(L.gate_up, up.matrix({{p + "mlp.gate_up_proj", 2 * I}}, H));
-    EWGPU_ASSIGN(L.down, up.matrix({{p + "mlp.down_proj", H}}, I));
+    EWGPU_ASSIGN(L.gate_up, up.matrix({{n.up, (gated ? 2 : 1) * I}}, H, n.up_bias ? n.up + ".bias" : ""));
+    EWGPU_ASSIGN(L.down, up.matrix({{n.down, H}}, I, n.down_bias ? n.down + ".bias" : ""));
     m->layers.push_back(std::move(L));
   }
   m->weight_bytes = up.bytes();

@@ -29,10 +29,16 @@ struct GpuMatrix {
 
 struct GpuLayer {
   bool full_attention = true;
-  gpu::Buffer input_norm, post_norm;  // f32 [H] (+1 already baked in for qwen3_5)
+  // Norm weights f32 [H] (+1 already baked in for qwen3_5 and gemma), empty where the architecture has none:
+  // input_norm before the attention, post_norm before the MLP (llama's post_attention_layernorm; phi's parallel
+  // block has only input_norm), attn_out_norm / mlp_out_norm on the branch outputs (gemma2/3, olmo2). LayerNorm
+  // biases beside them (*_b).
+  gpu::Buffer input_norm, post_norm, attn_out_norm, mlp_out_norm;
+  gpu::Buffer input_norm_b, post_norm_b;
   // Full attention.
   GpuMatrix qkv, o;                   // qkv rows: q (or interleaved q|gate per head for qwen3_5), k, v
   gpu::Buffer qk_norm;                // f32 [2, D]: q_norm then k_norm (ones when the model has none)
+  gpu::Buffer qk_norm_full;           // olmo2: f32 [HQ·D + HKV·D], q_norm then k_norm over the whole projection
   // Gated DeltaNet (qwen3_5 linear-attention layers).
   GpuMatrix in_proj, out_proj;        // in_proj rows: qkv (C) | z (nv*Vd) | b (nv) | a (nv)
   gpu::Buffer conv_w, a_log, dt_bias, gdn_norm;  // f32 [C, ks], [nv], [nv], [Vd]
@@ -44,7 +50,7 @@ struct GpuModel {
   ModelConfig config;
   GpuMatrix embed;
   GpuMatrix lm_head;      // empty (n == 0) when tied: use embed
-  gpu::Buffer final_norm;
+  gpu::Buffer final_norm, final_norm_b;  // final_norm_b: LayerNorm models only
   std::vector<GpuLayer> layers;
   uint64_t weight_bytes = 0;
 

@@ -13,7 +13,10 @@ namespace {
 
 constexpr std::pair<Arch, std::string_view> kArchNames[] = {
     {Arch::kLlama, "llama"}, {Arch::kMistral, "mistral"}, {Arch::kQwen2, "qwen2"},
-    {Arch::kQwen3, "qwen3"}, {Arch::kQwen3_5, "qwen3_5"}, {Arch::kBert, "bert"},
+    {Arch::kQwen3, "qwen3"}, {Arch::kQwen3_5, "qwen3_5"}, {Arch::kGemma, "gemma"}, {Arch::kGemma2, "gemma2"},
+    {Arch::kGemma3, "gemma3_text"}, {Arch::kPhi3, "phi3"}, {Arch::kOlmo2, "olmo2"}, {Arch::kStableLm, "stablelm"},
+    {Arch::kGptNeox, "gpt_neox"}, {Arch::kPhi, "phi-msft"}, {Arch::kMinistral3, "ministral3"},
+    {Arch::kBert, "bert"},
 };
 constexpr std::pair<Quant, std::string_view> kQuantNames[] = {
     {Quant::kQ4F16_1, "q4f16_1"}, {Quant::kQ4F32_1, "q4f32_1"}, {Quant::kQ0F16, "q0f16"},
@@ -126,6 +129,7 @@ class FieldReader {
 
 Result<std::optional<RopeScaling>> parseRopeScaling(const FieldReader& f, const std::string& file) {
   const nlohmann::json* v = f.find("rope_scaling");
+  if (!v) v = f.find("rope_parameters");  // ministral3 (transformers 5's name)
   if (!v) return std::optional<RopeScaling>{};
   if (!v->is_object()) return fieldError(file, "rope_scaling", "wrong_type", "is not an object");
   std::string type = "default";
@@ -136,11 +140,55 @@ Result<std::optional<RopeScaling>> parseRopeScaling(const FieldReader& f, const 
     type = it->get<std::string>();
   }
   if (type == "default") return std::optional<RopeScaling>{};
-  if (type != "llama3") return fieldError(file, "rope_scaling", "unsupported", "has unsupported type " + type);
+  if (type == "su") type = "longrope";  // phi3's earlier name (MLC renames it the same way)
+  if (type != "llama3" && type != "longrope" && type != "yarn")
+    return fieldError(file, "rope_scaling", "unsupported", "has unsupported type " + type);
   RopeScaling rs;
   rs.rope_type = type;
   FieldReader scaling(kNoObject, *v, file, "rope_scaling.");
   double x;
+  if (type == "longrope") {
+    for (auto [name, dst] : {std::pair{"short_factor", &rs.short_factor}, std::pair{"long_factor", &rs.long_factor}}) {
+      auto it = v->find(name);
+      if (it == v->end() || !it->is_array() || it->empty())
+        return fieldError(file, std::string("rope_scaling.") + name, "wrong_type", "is not a non-empty array");
+      for (const auto& e : *it) {
+        if (!e.is_number() || !(e.get<double>() > 0))
+          return fieldError(file, std::string("rope_scaling.") + name, "bad_value", "holds a non-positive factor");
+        dst->push_back(e.get<float>());
+      }
+    }
+    if (rs.short_factor.size() != rs.long_factor.size())
+      return fieldError(file, "rope_scaling.long_factor", "bad_value", "is not as long as short_factor");
+    // MLC copies both lengths into rope_scaling; a HF config keeps them at the top level.
+    EWGPU_ASSIGN(rs.original_max_position_embeddings,
+                 scaling.integer("original_max_position_embeddings",
+                                 f.find("original_max_position_embeddings")
+                                     ? f.find("original_max_position_embeddings")->get<int>() : 0, 1, 1 << 30));
+    EWGPU_ASSIGN(rs.max_position_embeddings,
+                 scaling.integer("max_position_embeddings",
+                                 f.find("max_position_embeddings") ? f.find("max_position_embeddings")->get<int>() : 0,
+                                 1, 1 << 30));
+    if (rs.original_max_position_embeddings <= 0 || rs.max_position_embeddings <= 0)
+      return fieldError(file, "rope_scaling.original_max_position_embeddings", "missing_field", "is missing");
+    return std::optional<RopeScaling>{rs};
+  }
+  if (type == "yarn") {
+    EWGPU_ASSIGN(x, scaling.number("factor", std::nullopt, 0, 1e6, true));
+    rs.factor = (float)x;
+    EWGPU_ASSIGN(x, scaling.number("beta_fast", 32.0, 0, 1e6, true));
+    rs.beta_fast = (float)x;
+    EWGPU_ASSIGN(x, scaling.number("beta_slow", 1.0, 0, 1e6, true));
+    rs.beta_slow = (float)x;
+    EWGPU_ASSIGN(x, scaling.number("mscale", 1.0, 0, 1e6));
+    rs.mscale = (float)x;
+    EWGPU_ASSIGN(x, scaling.number("mscale_all_dim", 0.0, 0, 1e6));
+    rs.mscale_all_dim = (float)x;
+    EWGPU_ASSIGN(rs.original_max_position_embeddings, scaling.positive("original_max_position_embeddings"));
+    EWGPU_ASSIGN(x, scaling.number("llama_4_scaling_beta", 0.0, 0, 1e6));
+    rs.llama4_beta = (float)x;
+    return std::optional<RopeScaling>{rs};
+  }
   EWGPU_ASSIGN(x, scaling.number("factor", std::nullopt, 0, 1e6, true));
   rs.factor = (float)x;
   EWGPU_ASSIGN(x, scaling.number("low_freq_factor", std::nullopt, 0, 1e6, true));
@@ -153,23 +201,129 @@ Result<std::optional<RopeScaling>> parseRopeScaling(const FieldReader& f, const 
   return std::optional<RopeScaling>{rs};
 }
 
+// The first of `names` the config has (MLC's configs spell some fields per family: phi-msft's n_embd is everyone
+// else's hidden_size), or the first name when none is there (so a missing field is reported under its usual name).
+const char* pick(const FieldReader& f, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (f.find(n)) return n;
+  return *names.begin();
+}
+
 Status parseDims(const FieldReader& f, ModelConfig& c) {
   // Bounds keep every product the engine forms (rows x cols of a matrix, a shard's bytes) inside int64.
-  EWGPU_ASSIGN(c.hidden, f.positive("hidden_size", 1 << 20));
-  EWGPU_ASSIGN(c.intermediate, f.positive("intermediate_size", 1 << 22));
-  EWGPU_ASSIGN(c.n_layers, f.positive("num_hidden_layers", 1 << 12));
-  EWGPU_ASSIGN(c.n_heads, f.positive("num_attention_heads", 1 << 12));
+  EWGPU_ASSIGN(c.hidden, f.positive(pick(f, {"hidden_size", "n_embd"}), 1 << 20));
+  if (c.arch == Arch::kPhi)  // n_inner 0: 4 · n_embd
+    EWGPU_ASSIGN(c.intermediate, f.integer(pick(f, {"intermediate_size", "n_inner"}), 4 * c.hidden, 1, 1 << 22, true));
+  else
+    EWGPU_ASSIGN(c.intermediate, f.positive("intermediate_size", 1 << 22));
+  EWGPU_ASSIGN(c.n_layers, f.positive(pick(f, {"num_hidden_layers", "n_layer"}), 1 << 12));
+  EWGPU_ASSIGN(c.n_heads, f.positive(pick(f, {"num_attention_heads", "n_head"}), 1 << 12));
   EWGPU_ASSIGN(c.vocab, f.positive("vocab_size", 1 << 24));
-  EWGPU_ASSIGN(c.n_kv_heads, f.integer("num_key_value_heads", c.n_heads, 1, 1 << 12, true));
-  int defHeadDim = c.arch == Arch::kQwen3_5 ? 256 : c.hidden / c.n_heads;
+  EWGPU_ASSIGN(c.n_kv_heads, f.integer(pick(f, {"num_key_value_heads", "n_head_kv"}), c.n_heads, 1, 1 << 12, true));
+  int defHeadDim = c.arch == Arch::kQwen3_5 ? 256 : c.arch == Arch::kGemma3 ? 256 : c.hidden / c.n_heads;
   EWGPU_ASSIGN(c.head_dim, f.integer("head_dim", defHeadDim, 1, 1 << 14, true));
   double eps;
-  EWGPU_ASSIGN(eps, f.number("rms_norm_eps", std::nullopt, 0, 1, true));
+  const bool layer_norm = usesLayerNorm(c.arch);
+  const char* epsName = layer_norm ? pick(f, {"layer_norm_eps", "layer_norm_epsilon"}) : "rms_norm_eps";
+  std::optional<double> defEps;
+  if (c.arch == Arch::kGemma3) defEps = 1e-6;
+  if (c.arch == Arch::kOlmo2) defEps = 1e-5;
+  EWGPU_ASSIGN(eps, f.number(epsName, defEps, 0, 1, true));
   c.rms_eps = (float)eps;
-  double defTheta = c.arch == Arch::kQwen3_5 ? 1e7 : 10000.0;
-  // qwen* spell the RoPE base rope_theta, llama/mistral position_embedding_base.
+  double defTheta = c.arch == Arch::kQwen3_5 ? 1e7 : c.arch == Arch::kGemma3 ? 1e6 : 10000.0;
+  // qwen* and stablelm spell the RoPE base rope_theta, the others position_embedding_base.
   const char* thetaName = f.find("rope_theta") ? "rope_theta" : "position_embedding_base";
   EWGPU_ASSIGN(c.rope_theta, f.number(thetaName, defTheta, 0, 1e15, true));
+  return {};
+}
+
+// The activation a config names (hidden_act / hidden_activation), for the families that choose.
+Result<MlpKind> geluKind(const FieldReader& f, const std::string& file, MlpKind def) {
+  const char* name = pick(f, {"hidden_activation", "hidden_act"});
+  const nlohmann::json* v = f.find(name);
+  if (!v) return def;
+  if (!v->is_string()) return fieldError(file, name, "wrong_type", "is not a string");
+  const std::string a = v->get<std::string>();
+  if (a == "gelu") return MlpKind::kGelu;
+  if (a == "gelu_new" || a == "gelu_pytorch_tanh" || a == "gelu_fast") return MlpKind::kGeluTanh;
+  return fieldError(file, name, "unsupported", "names an unsupported activation " + a);
+}
+
+// Layer shape of the families beyond llama / qwen (docs/architectures.md has the table).
+Status parseFamily(const FieldReader& f, const std::string& file, ModelConfig& c) {
+  double x = 0;
+  switch (c.arch) {
+    case Arch::kGemma:
+    case Arch::kGemma2:
+    case Arch::kGemma3: {
+      c.tie_embeddings = true;  // gemma's lm_head is always its embedding
+      MlpKind act;
+      EWGPU_ASSIGN(act, geluKind(f, file, MlpKind::kGeluTanh));
+      if (act != MlpKind::kGeluTanh && act != MlpKind::kGelu) return fieldError(file, "hidden_activation", "unsupported", "is not GELU");
+      c.mlp = MlpKind::kGeGlu;  // MLC and transformers both run gemma's gate with the tanh GELU
+      c.embed_scale = (float)std::sqrt((double)c.hidden);
+      if (c.arch == Arch::kGemma) break;
+      c.post_norms = true;
+      EWGPU_ASSIGN(x, f.number("query_pre_attn_scalar", 256.0, 0, 1e9, true));
+      c.attn_scale = 1.0 / std::sqrt(x);
+      const char* win = pick(f, {"sliding_window", "sliding_window_size"});
+      EWGPU_ASSIGN(c.layer_window, f.integer(win, 0, 1, 1 << 30, true, -1));
+      if (c.layer_window < 0) c.layer_window = 0;
+      if (c.arch == Arch::kGemma2) {
+        c.window_pattern = 2;
+        EWGPU_ASSIGN(x, f.number("attn_logit_softcapping", 0.0, 0, 1e9));
+        c.attn_softcap = (float)x;
+        EWGPU_ASSIGN(x, f.number("final_logit_softcapping", 0.0, 0, 1e9));
+        c.final_softcap = (float)x;
+      } else {
+        c.qk_norm = true;
+        EWGPU_ASSIGN(c.window_pattern, f.integer("sliding_window_pattern", 6, 1, 1 << 12));
+        EWGPU_ASSIGN(c.rope_local_theta, f.number("rope_local_base_freq", 10000.0, 0, 1e15, true));
+      }
+      break;
+    }
+    case Arch::kPhi3:
+    case Arch::kStableLm:
+      EWGPU_ASSIGN(x, f.number("partial_rotary_factor", 1.0, 0, 1, true));
+      c.partial_rotary_factor = (float)x;
+      if (c.arch == Arch::kStableLm) {
+        c.norm = NormKind::kLayer;
+        EWGPU_ASSIGN(c.qkv_bias, f.boolean("use_qkv_bias", false));
+      }
+      break;
+    case Arch::kOlmo2:
+      c.pre_norms = false;
+      c.post_norms = true;
+      c.qk_norm_full = true;
+      break;
+    case Arch::kGptNeox:
+      c.norm = NormKind::kLayer;
+      c.qkv_bias = c.o_bias = c.mlp_bias = true;
+      EWGPU_ASSIGN(c.mlp, geluKind(f, file, MlpKind::kGelu));
+      if (c.mlp == MlpKind::kSwiGlu) c.mlp = MlpKind::kGelu;
+      EWGPU_ASSIGN(c.parallel_residual, f.boolean("use_parallel_residual", true));
+      EWGPU_ASSIGN(x, f.number("rotary_pct", 0.25, 0, 1, true));
+      c.partial_rotary_factor = (float)x;
+      break;
+    case Arch::kPhi: {
+      c.norm = NormKind::kLayer;
+      c.qkv_bias = c.o_bias = c.mlp_bias = c.lm_head_bias = true;
+      c.mlp = MlpKind::kGeluTanh;
+      c.parallel_residual = c.shared_norm = true;
+      c.tie_embeddings = false;
+      int rd = 0;
+      EWGPU_ASSIGN(rd, f.integer("rotary_dim", 0, 0, 1 << 14));
+      if (rd > 0) {
+        c.partial_rotary_factor = (float)rd / (float)c.head_dim;
+      } else {
+        EWGPU_ASSIGN(x, f.number("partial_rotary_factor", 0.5, 0, 1, true));
+        c.partial_rotary_factor = (float)x;
+      }
+      break;
+    }
+    default:
+      break;
+  }
   return {};
 }
 
@@ -182,6 +336,7 @@ Status parseArchFlags(const FieldReader& f, const std::string& file, ModelConfig
   c.o_bias = (c.arch == Arch::kQwen3 || c.arch == Arch::kQwen3_5) && attnBias;
   c.qk_norm = c.arch == Arch::kQwen3 || c.arch == Arch::kQwen3_5;
   EWGPU_ASSIGN(c.rope_scaling, parseRopeScaling(f, file));
+  EWGPU_TRY(parseFamily(f, file, c));
   if (c.arch != Arch::kQwen3_5) return {};
   EWGPU_ASSIGN(c.lin_k_heads, f.positive("linear_num_key_heads", 1 << 12));
   EWGPU_ASSIGN(c.lin_v_heads, f.positive("linear_num_value_heads", 1 << 12));
@@ -326,6 +481,8 @@ std::string_view archName(Arch a) {
 
 std::optional<Arch> archFromName(std::string_view s) {
   if (s == "qwen3_5_text") return Arch::kQwen3_5;
+  if (s == "phi") return Arch::kPhi;          // MLC registers phi-msft under both names
+  if (s == "gemma3") return Arch::kGemma3;    // the text model of a gemma3 folder
   for (auto& [k, n] : kArchNames)
     if (n == s) return k;
   return std::nullopt;
@@ -359,6 +516,19 @@ QuantSpec quantSpec(Quant q) {
   return {};
 }
 
+int ModelConfig::windowOf(int layer) const {
+  if (layer_window > 0 && window_pattern > 0) {
+    // gemma2: layers 0, 2, 4, ... slide; gemma3: every layer but each pattern-th (5, 11, ... for 6).
+    const bool sliding = arch == Arch::kGemma2 ? layer % 2 == 0 : (layer + 1) % window_pattern != 0;
+    return sliding ? layer_window : 0;
+  }
+  return sliding_window > 0 ? sliding_window : 0;
+}
+
+double ModelConfig::ropeThetaOf(int layer) const {
+  return rope_local_theta > 0 && windowOf(layer) > 0 && layer_window > 0 ? rope_local_theta : rope_theta;
+}
+
 bool ModelConfig::isFullAttention(int layer) const {
   if (arch != Arch::kQwen3_5 || full_attention_interval <= 0) return true;
   return (layer + 1) % full_attention_interval == 0;
@@ -386,7 +556,20 @@ static Result<ModelConfig> parseModelConfigUnchecked(const nlohmann::json& j, co
   auto mc = j.find("model_config");
   if (mc == j.end() || mc->is_null()) return fieldError(path, "model_config", "missing_field", "is missing");
   if (!mc->is_object()) return fieldError(path, "model_config", "wrong_type", "is not an object");
-  FieldReader f(*mc, j, path);
+  // gemma3's model_config nests the text model's fields in text_config (and their leftovers in its kwargs); the
+  // outer fields (vocab_size, context_window_size, ...) win over the nested ones.
+  nlohmann::json merged;
+  const nlohmann::json* fields = &*mc;
+  if (auto tc = mc->find("text_config"); tc != mc->end() && tc->is_object()) {
+    merged = nlohmann::json::object();
+    if (auto kw = tc->find("kwargs"); kw != tc->end() && kw->is_object()) merged.update(*kw);
+    for (auto& [k, v] : tc->items())
+      if (k != "kwargs") merged[k] = v;
+    for (auto& [k, v] : mc->items())
+      if (k != "text_config" && !(v.is_number() && v.get<double>() <= 0 && merged.contains(k))) merged[k] = v;
+    fields = &merged;
+  }
+  FieldReader f(*fields, j, path);
   if (c.arch == Arch::kBert) {
     EWGPU_TRY(parseBertConfig(f, j, path, c));
     return c;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,11 +14,22 @@
 
 namespace ewgpu {
 
-enum class Arch { kLlama, kMistral, kQwen2, kQwen3, kQwen3_5, kBert };
+enum class Arch {
+  kLlama, kMistral, kQwen2, kQwen3, kQwen3_5,
+  kGemma, kGemma2, kGemma3, kPhi3, kOlmo2, kStableLm, kGptNeox, kPhi, kMinistral3,
+  kBert,  // encoder (embedding model), issue 17
+};
+// How a decoder layer normalises (docs/architectures.md): RMSNorm (stored weight as a plain multiplier; the (1 + w)
+// of gemma and qwen3_5 is baked in by the converters), or LayerNorm with a bias (stablelm, gpt_neox, phi).
+enum class NormKind { kRms, kLayer };
+// The MLP: gated (one fused gate|up matrix, then down) with SiLU or tanh-GELU, or plain fc1 (+ bias) → GELU →
+// fc2 (+ bias) with exact (erf) or tanh GELU.
+enum class MlpKind { kSwiGlu, kGeGlu, kGelu, kGeluTanh };
 enum class Quant { kQ4F16_1, kQ4F32_1, kQ0F16, kQ0F32, kQ3F16_1 };
 
 std::string_view archName(Arch a);                     // "llama", ..., "qwen3_5"
 std::optional<Arch> archFromName(std::string_view s);  // accepts "qwen3_5_text" as kQwen3_5
+inline bool usesLayerNorm(Arch a) { return a == Arch::kStableLm || a == Arch::kGptNeox || a == Arch::kPhi; }
 std::string_view quantName(Quant q);                   // "q4f16_1", ...
 std::optional<Quant> quantFromName(std::string_view s);
 
@@ -34,13 +46,24 @@ struct QuantSpec {
 };
 QuantSpec quantSpec(Quant q);
 
-// HF rope_scaling of type "llama3" (Llama-3.1/3.2). Other types are rejected at parse time.
+// RoPE scaling: "llama3" (Llama-3.1/3.2), "longrope" (phi3; "su" is read as longrope) and "yarn" (ministral3).
+// Other types are rejected at parse time.
 struct RopeScaling {
   std::string rope_type = "llama3";
   float factor = 1.0f;
   float low_freq_factor = 1.0f;
   float high_freq_factor = 1.0f;
   int original_max_position_embeddings = 0;
+  // longrope: per-frequency divisors of the inverse frequencies (rotary_dim / 2 each), short below
+  // original_max_position_embeddings positions, long from there; cos and sin times
+  // sqrt(1 + ln(max_position_embeddings / original) / ln(original)) when that ratio is above 1.
+  std::vector<float> short_factor, long_factor;
+  int max_position_embeddings = 0;
+  // yarn: the frequency ramp between beta_fast and beta_slow rotations; mscale / mscale_all_dim as in DeepSeek's
+  // YaRN (the cos/sin factor get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim)).
+  float beta_fast = 32.0f, beta_slow = 1.0f, mscale = 1.0f, mscale_all_dim = 0.0f;
+  // ministral3 (transformers' Llama-4 attention scaling): q times 1 + beta · ln(1 + floor(pos / original)); 0 = off.
+  float llama4_beta = 0.0f;
 };
 
 struct ModelConfig {
@@ -61,7 +84,26 @@ struct ModelConfig {
   bool tie_embeddings = false;  // no lm_head tensor; logits from the embedding
   bool qkv_bias = false;        // fused qkv (c_attn) has a bias: qwen2 always, qwen3/qwen3_5 iff attention_bias
   bool o_bias = false;          // o_proj has a bias: qwen3/qwen3_5 iff attention_bias
-  bool qk_norm = false;         // per-head q_norm/k_norm [D]: qwen3, qwen3_5
+  bool qk_norm = false;         // per-head q_norm/k_norm [D]: qwen3, qwen3_5, gemma3
+  bool qk_norm_full = false;    // olmo2: q_norm [HQ·D] and k_norm [HKV·D] over the whole projection
+
+  // The decoder layer's shape beyond the llama family (set per architecture by the parser; docs/architectures.md).
+  NormKind norm = NormKind::kRms;
+  MlpKind mlp = MlpKind::kSwiGlu;
+  bool mlp_bias = false;           // fc1 / fc2 biases (gpt_neox, phi)
+  bool lm_head_bias = false;       // phi: lm_head.linear has a bias
+  bool pre_norms = true;           // input / pre-MLP norms (olmo2 has none: it norms the branch outputs)
+  bool post_norms = false;         // the attention and MLP outputs are normed before their residual add (gemma2/3, olmo2)
+  bool parallel_residual = false;  // x + attn(n1(x)) + mlp(n2(x)) (gpt_neox with use_parallel_residual, phi)
+  bool shared_norm = false;        // parallel with one norm for both branches (phi)
+  float embed_scale = 1.0f;        // the looked-up embedding row times this (gemma: sqrt(hidden))
+  float attn_softcap = 0.0f;       // gemma2: scores → cap · tanh(score / cap)
+  float final_softcap = 0.0f;      // gemma2: logits → cap · tanh(logit / cap)
+  double attn_scale = 0.0;         // softmax scale; 0 = 1 / sqrt(head_dim)
+  // Sliding-window layers (gemma2: every other layer; gemma3: all but every pattern-th): layer_window positions.
+  int layer_window = 0;            // 0: no per-layer window (mistral's sliding_window applies to every layer)
+  int window_pattern = 0;          // gemma2: 2 (even layers slide), gemma3: sliding_window_pattern
+  double rope_local_theta = 0.0;   // gemma3: the RoPE base of the sliding layers (0: rope_theta)
 
   // Qwen3.5 (Gated DeltaNet) only; 0 elsewhere.
   int lin_k_heads = 0;  // linear_num_key_heads
@@ -88,6 +130,9 @@ struct ModelConfig {
   nlohmann::json raw;  // the whole parsed file
 
   bool isFullAttention(int layer) const;  // always true except qwen3_5 linear-attention layers
+  int windowOf(int layer) const;          // attention window of a layer in positions, 0 for none
+  double ropeThetaOf(int layer) const;    // RoPE base of a layer
+  double attnScale() const { return attn_scale > 0 ? attn_scale : 1.0 / std::sqrt((double)head_dim); }
   int rotaryDim() const;                  // int(head_dim * partial_rotary_factor)
   int linearConvDim() const { return 2 * lin_k_heads * lin_k_dim + lin_v_heads * lin_v_dim; }  // C
 

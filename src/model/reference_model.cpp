@@ -1,5 +1,8 @@
-// Whole-model CPU reference (see reference_model.h). Forward pass per layer (pre-norm, two residual branches):
-//   x += Mixer(RMSNorm(x));  x += MLP(RMSNorm(x));   logits = RMSNorm(x) lm_head^T
+// Whole-model CPU reference (see reference_model.h). Forward pass per layer (two residual branches):
+//   x += Mixer(Norm(x));  x += MLP(Norm(x));   logits = Norm(x) lm_head^T
+// with the family variants of docs/architectures.md: LayerNorm, post-norms on the branch outputs (gemma2/3, olmo2;
+// olmo2 without pre-norms), the parallel block x + Mixer(n1(x)) + MLP(n2(x)) (gpt_neox, phi), GeGLU / GELU MLPs,
+// soft-capped scores and logits, per-layer sliding windows and RoPE bases.
 // Mixer = causal GQA attention (llama family: NeoX RoPE over the full head_dim; qwen3: per-head q/k norms;
 // qwen3_5: per-head query|gate rows, q/k norms, partial RoPE, sigmoid output gate) or Gated DeltaNet
 // (qwen3_5-architecture.md §6). All norms use the stored weight as a plain multiplier (mlc-format.md §3.4).
@@ -35,35 +38,92 @@ std::vector<float> columns(std::span<const float> m, int n, int row_width, int f
 }
 
 std::optional<ref::Llama3Scaling> llama3Scaling(const ModelConfig& c) {
-  if (!c.rope_scaling) return std::nullopt;
+  if (!c.rope_scaling || c.rope_scaling->rope_type != "llama3") return std::nullopt;
   return ref::Llama3Scaling{c.rope_scaling->factor, c.rope_scaling->low_freq_factor, c.rope_scaling->high_freq_factor,
                             c.rope_scaling->original_max_position_embeddings};
 }
 
+// YaRN's cos/sin factor: 0.1 · m · ln(s) + 1 for s > 1.
+double yarnMscale(double s, double m) { return s <= 1 ? 1.0 : 0.1 * m * std::log(s) + 1.0; }
+
 }  // namespace
+
+ref::RopeSpec ropeSpecOf(const ModelConfig& c, int layer) {
+  ref::RopeSpec r;
+  r.rotary_dim = c.rotaryDim();
+  r.theta = c.ropeThetaOf(layer);
+  r.llama3 = llama3Scaling(c);
+  if (c.rope_scaling && c.rope_scaling->rope_type == "longrope") {
+    const RopeScaling& s = *c.rope_scaling;
+    r.short_factor.assign(s.short_factor.begin(), s.short_factor.end());
+    r.long_factor.assign(s.long_factor.begin(), s.long_factor.end());
+    r.short_factor.resize(r.rotary_dim / 2, 1.0);
+    r.long_factor.resize(r.rotary_dim / 2, 1.0);
+    r.original = s.original_max_position_embeddings;
+    const double factor = (double)s.max_position_embeddings / s.original_max_position_embeddings;
+    r.attention_factor = factor <= 1 ? 1.0 : std::sqrt(1.0 + std::log(factor) / std::log((double)r.original));
+  }
+  if (c.rope_scaling && c.rope_scaling->rope_type == "yarn") {
+    const RopeScaling& s = *c.rope_scaling;
+    r.yarn = true;
+    r.yarn_factor = s.factor;
+    r.beta_fast = s.beta_fast;
+    r.beta_slow = s.beta_slow;
+    r.yarn_original = s.original_max_position_embeddings;
+    r.attention_factor = s.mscale_all_dim > 0 ? yarnMscale(s.factor, s.mscale) / yarnMscale(s.factor, s.mscale_all_dim)
+                                              : yarnMscale(s.factor, 1.0);
+  }
+  return r;
+}
+
+std::vector<float> ReferenceModel::norm(const Norm& n, std::span<const float> x) const {
+  if (n.empty()) return std::vector<float>(x.begin(), x.end());
+  if (config_.norm == NormKind::kLayer) return ref::layerNorm(x, n.w, n.b, config_.rms_eps);
+  return ref::rmsNorm(x, n.w, config_.rms_eps);
+}
 
 Status ReferenceModel::loadLayer(const ModelFolder& f, int i) {
   const ModelConfig& c = config_;
   const std::string p = "model.layers." + std::to_string(i) + ".";
+  const LayerNames n = layerNames(c, i);
   LayerWeights& w = layers_[i];
   w.full_attention = c.isFullAttention(i);
-  EWGPU_TRY(take(w.input_norm, loadVectorF32(f, p + "input_layernorm.weight")));
-  EWGPU_TRY(take(w.post_norm, loadVectorF32(f, p + "post_attention_layernorm.weight")));
-  EWGPU_TRY(take(w.gate_up, loadMatrixF32(f, p + "mlp.gate_up_proj", 2 * c.intermediate, c.hidden)));
-  EWGPU_TRY(take(w.down, loadMatrixF32(f, p + "mlp.down_proj", c.hidden, c.intermediate)));
+  const bool ln = c.norm == NormKind::kLayer;
+  auto norm = [&](const std::string& name, Norm& dst) -> Status {
+    if (name.empty()) return {};
+    EWGPU_TRY(take(dst.w, loadVectorF32(f, name)));
+    if (ln) EWGPU_TRY(take(dst.b, loadVectorF32(f, normBiasName(name))));
+    return {};
+  };
+  EWGPU_TRY(norm(n.input_norm, w.input_norm));
+  EWGPU_TRY(norm(n.ffn_norm, w.post_norm));
+  EWGPU_TRY(norm(n.post_attn_norm, w.attn_out_norm));
+  EWGPU_TRY(norm(n.post_ffn_norm, w.mlp_out_norm));
+  const bool gated = c.mlp == MlpKind::kSwiGlu || c.mlp == MlpKind::kGeGlu;
+  EWGPU_TRY(take(w.gate_up, loadMatrixF32(f, n.up, (gated ? 2 : 1) * c.intermediate, c.hidden)));
+  EWGPU_TRY(take(w.down, loadMatrixF32(f, n.down, c.hidden, c.intermediate)));
+  if (n.up_bias) EWGPU_TRY(take(w.up_bias, loadVectorF32(f, n.up + ".bias")));
+  if (n.down_bias) EWGPU_TRY(take(w.down_bias, loadVectorF32(f, n.down + ".bias")));
   const int H = c.hidden, D = c.head_dim;
   if (w.full_attention) {
     AttentionWeights& a = w.attn;
-    const bool llama_names = c.arch == Arch::kLlama || c.arch == Arch::kMistral;
-    const std::string qkv = p + (llama_names ? "self_attn.qkv_proj" : "self_attn.c_attn");
-    const int q_rows = (c.arch == Arch::kQwen3_5 ? 2 : 1) * c.n_heads * D;
-    EWGPU_TRY(take(a.qkv, loadMatrixF32(f, qkv, q_rows + 2 * c.n_kv_heads * D, H)));
-    if (c.qkv_bias) EWGPU_TRY(take(a.qkv_bias, loadVectorF32(f, qkv + ".bias")));
-    EWGPU_TRY(take(a.o, loadMatrixF32(f, p + "self_attn.o_proj", H, c.n_heads * D)));
-    if (c.o_bias) EWGPU_TRY(take(a.o_bias, loadVectorF32(f, p + "self_attn.o_proj.bias")));
-    if (c.qk_norm) {
-      EWGPU_TRY(take(a.q_norm, loadVectorF32(f, p + "self_attn.q_norm.weight")));
-      EWGPU_TRY(take(a.k_norm, loadVectorF32(f, p + "self_attn.k_norm.weight")));
+    const int q_rows = (c.arch == Arch::kQwen3_5 ? 2 : 1) * c.n_heads * D, kv_rows = c.n_kv_heads * D;
+    if (n.qkv.size() == 1) {
+      EWGPU_TRY(take(a.qkv, loadMatrixF32(f, n.qkv[0], q_rows + 2 * kv_rows, H)));
+      if (n.qkv_bias) EWGPU_TRY(take(a.qkv_bias, loadVectorF32(f, n.qkv[0] + ".bias")));
+    } else {  // separate q, k, v modules: stacked as one q|k|v matrix
+      const int rows[3] = {q_rows, kv_rows, kv_rows};
+      for (int m = 0; m < 3; ++m) {
+        std::vector<float> part;
+        EWGPU_TRY(take(part, loadMatrixF32(f, n.qkv[m], rows[m], H)));
+        a.qkv.insert(a.qkv.end(), part.begin(), part.end());
+      }
+    }
+    EWGPU_TRY(take(a.o, loadMatrixF32(f, n.o, H, c.n_heads * D)));
+    if (n.o_bias) EWGPU_TRY(take(a.o_bias, loadVectorF32(f, n.o + ".bias")));
+    if (!n.q_norm.empty()) {
+      EWGPU_TRY(take(a.q_norm, loadVectorF32(f, n.q_norm)));
+      EWGPU_TRY(take(a.k_norm, loadVectorF32(f, n.k_norm)));
     }
     return {};
   }
@@ -89,9 +149,12 @@ Result<ReferenceModel> ReferenceModel::load(const ModelFolder& folder) {
   ReferenceModel m;
   m.config_ = folder.config();
   const ModelConfig& c = m.config_;
-  EWGPU_TRY(take(m.embed_, loadMatrixF32(folder, "model.embed_tokens", c.vocab, c.hidden)));
-  if (!c.tie_embeddings) EWGPU_TRY(take(m.lm_head_, loadMatrixF32(folder, "lm_head", c.vocab, c.hidden)));
-  EWGPU_TRY(take(m.final_norm_, loadVectorF32(folder, "model.norm.weight")));
+  const ModelNames names = modelNames(c);
+  EWGPU_TRY(take(m.embed_, loadMatrixF32(folder, names.embed, c.vocab, c.hidden)));
+  if (!names.lm_head.empty()) EWGPU_TRY(take(m.lm_head_, loadMatrixF32(folder, names.lm_head, c.vocab, c.hidden)));
+  if (names.lm_head_bias) EWGPU_TRY(take(m.lm_head_bias_, loadVectorF32(folder, names.lm_head + ".bias")));
+  EWGPU_TRY(take(m.final_norm_.w, loadVectorF32(folder, names.final_norm)));
+  if (c.norm == NormKind::kLayer) EWGPU_TRY(take(m.final_norm_.b, loadVectorF32(folder, normBiasName(names.final_norm))));
   m.layers_.resize(c.n_layers);
   for (int i = 0; i < c.n_layers; ++i) EWGPU_TRY(m.loadLayer(folder, i));
   m.reset();
@@ -129,19 +192,26 @@ std::vector<float> ReferenceModel::attention(int layer, std::span<const float> h
       }
   std::vector<float> k = columns(qkv, n, rows, q_rows, kv_width),
                      v = columns(qkv, n, rows, q_rows + kv_width, kv_width);
-  if (!w.q_norm.empty()) q = ref::rmsNorm(q, w.q_norm, c.rms_eps);  // rows of head_dim: one norm per head
+  // q/k norms: rows of head_dim (one norm per head), or olmo2's over the whole projection (rows of q_width).
+  if (!w.q_norm.empty()) q = ref::rmsNorm(q, w.q_norm, c.rms_eps);
   if (!w.k_norm.empty()) k = ref::rmsNorm(k, w.k_norm, c.rms_eps);
-  const auto scaling = llama3Scaling(c);
+  const ref::RopeSpec rope = ropeSpecOf(c, layer);
   for (int t = 0; t < n; ++t) {
-    ref::ropeNeox(std::span(q).subspan((size_t)t * q_width, q_width), D, c.rotaryDim(), position_ + t, c.rope_theta,
-                  scaling);
-    ref::ropeNeox(std::span(k).subspan((size_t)t * kv_width, kv_width), D, c.rotaryDim(), position_ + t, c.rope_theta,
-                  scaling);
+    ref::ropeNeox(std::span(q).subspan((size_t)t * q_width, q_width), D, rope, position_ + t);
+    ref::ropeNeox(std::span(k).subspan((size_t)t * kv_width, kv_width), D, rope, position_ + t);
+  }
+  if (c.rope_scaling && c.rope_scaling->llama4_beta > 0) {  // ministral3: q scaled by its position
+    const RopeScaling& s = *c.rope_scaling;
+    for (int t = 0; t < n; ++t) {
+      const double f = 1.0 + s.llama4_beta * std::log(1.0 + std::floor((double)(position_ + t) /
+                                                                    s.original_max_position_embeddings));
+      for (int i = 0; i < q_width; ++i) q[(size_t)t * q_width + i] = (float)(q[(size_t)t * q_width + i] * f);
+    }
   }
   st.k_cache.insert(st.k_cache.end(), k.begin(), k.end());
   st.v_cache.insert(st.v_cache.end(), v.begin(), v.end());
   std::vector<float> a = ref::causalAttention(q, st.k_cache, st.v_cache, n, c.n_heads, c.n_kv_heads, D,
-                                              (float)(1.0 / std::sqrt((double)D)));
+                                              (float)c.attnScale(), c.windowOf(layer), c.attn_softcap);
   for (size_t i = 0; i < gate.size(); ++i) a[i] = (float)(a[i] * ref::sigmoid(gate[i]));
   return ref::linear(a, w.o, c.hidden, q_width, w.o_bias);
 }
@@ -172,9 +242,21 @@ std::vector<float> ReferenceModel::gatedDeltaNet(int layer, std::span<const floa
 
 std::vector<float> ReferenceModel::mlp(const LayerWeights& w, std::span<const float> h, int n) const {
   const int I = config_.intermediate;
-  const std::vector<float> gu = ref::linear(h, w.gate_up, 2 * I, config_.hidden);  // [n, 2I]
-  const std::vector<float> act = ref::swiglu(columns(gu, n, 2 * I, 0, I), columns(gu, n, 2 * I, I, I));
-  return ref::linear(act, w.down, config_.hidden, I);
+  std::vector<float> act;
+  if (config_.mlp == MlpKind::kSwiGlu || config_.mlp == MlpKind::kGeGlu) {
+    const std::vector<float> gu = ref::linear(h, w.gate_up, 2 * I, config_.hidden, w.up_bias);  // [n, 2I]
+    const std::vector<float> g = columns(gu, n, 2 * I, 0, I), u = columns(gu, n, 2 * I, I, I);
+    if (config_.mlp == MlpKind::kSwiGlu) {
+      act = ref::swiglu(g, u);
+    } else {
+      act.resize(g.size());
+      for (size_t i = 0; i < g.size(); ++i) act[i] = (float)(ref::geluTanh(g[i]) * u[i]);
+    }
+  } else {
+    act = ref::linear(h, w.gate_up, I, config_.hidden, w.up_bias);
+    for (float& x : act) x = (float)(config_.mlp == MlpKind::kGelu ? ref::geluErf(x) : ref::geluTanh(x));
+  }
+  return ref::linear(act, w.down, config_.hidden, I, w.down_bias);
 }
 
 std::vector<float> ReferenceModel::forward(std::span<const int32_t> tokens) {
@@ -185,17 +267,30 @@ std::vector<float> ReferenceModel::forward(std::span<const int32_t> tokens) {
     if (t < 0 || t >= c.vocab) return {};
   std::vector<float> x((size_t)n * H);  // residual stream [n, hidden]
   for (int t = 0; t < n; ++t) std::copy_n(embed_.begin() + (size_t)tokens[t] * H, H, x.begin() + (size_t)t * H);
+  if (c.embed_scale != 1.0f)
+    for (float& v : x) v = (float)((double)v * c.embed_scale);
   layer_outputs_.assign(c.n_layers, {});
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& w = layers_[l];
-    const std::vector<float> h = ref::rmsNorm(x, w.input_norm, c.rms_eps);
-    addInPlace(x, w.full_attention ? attention(l, h, n) : gatedDeltaNet(l, h, n));
-    addInPlace(x, mlp(w, ref::rmsNorm(x, w.post_norm, c.rms_eps), n));
+    const std::vector<float> h = norm(w.input_norm, x);
+    std::vector<float> mixed = w.full_attention ? attention(l, h, n) : gatedDeltaNet(l, h, n);
+    if (c.parallel_residual) {  // both branches read the layer's input
+      const std::vector<float> m = mlp(w, c.shared_norm ? h : norm(w.post_norm, x), n);
+      addInPlace(x, mixed);
+      addInPlace(x, m);
+    } else {
+      addInPlace(x, w.attn_out_norm.empty() ? mixed : norm(w.attn_out_norm, mixed));
+      std::vector<float> m = mlp(w, norm(w.post_norm, x), n);
+      addInPlace(x, w.mlp_out_norm.empty() ? m : norm(w.mlp_out_norm, m));
+    }
     layer_outputs_[l] = x;
   }
-  final_hidden_ = ref::rmsNorm(x, final_norm_, c.rms_eps);
+  final_hidden_ = norm(final_norm_, x);
   position_ += n;
-  return ref::logits(final_hidden_, lm_head_.empty() ? embed_ : lm_head_, c.vocab, H);
+  std::vector<float> out = ref::linear(final_hidden_, lm_head_.empty() ? embed_ : lm_head_, c.vocab, H, lm_head_bias_);
+  if (c.final_softcap > 0)
+    for (float& v : out) v = (float)ref::softcap(v, c.final_softcap);
+  return out;
 }
 
 std::vector<int32_t> greedyGenerate(ReferenceModel& model, std::span<const int32_t> prompt, int n) {

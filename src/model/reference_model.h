@@ -1,11 +1,10 @@
-// The whole-model CPU reference: the test oracle for the GPU engine. It loads an MLC model folder (llama,
-// mistral, qwen2, qwen3, qwen3_5), dequantizes every weight to f32 once, and runs the forward pass with the
+// The whole-model CPU reference: the test oracle for the GPU engine. It loads an MLC model folder (every
+// decoder architecture of model_config.h), dequantizes every weight to f32 once, and runs the forward pass with the
 // plain operations of reference_ops.h (double accumulation). It keeps the sequence state between calls (KV
 // cache for attention layers; conv window and recurrent state for Gated DeltaNet layers), so a prefill followed by
 // one-token decodes continues the same sequence.
 //
-// Not covered: Mistral's sliding window (the reference attends over the whole cache, which equals the sliding
-// window as long as the sequence is not longer than the window), batching, sampling other than greedy.
+// Not covered: batching, sampling other than greedy.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +13,7 @@
 
 #include "base/error.h"
 #include "model/model_config.h"
+#include "model/reference_ops.h"
 
 namespace ewgpu {
 
@@ -53,8 +53,8 @@ class ReferenceModel {
     std::vector<float> qkv_bias;  // [rows of qkv] or empty
     std::vector<float> o;         // [hidden, n_heads * head_dim]
     std::vector<float> o_bias;    // [hidden] or empty
-    std::vector<float> q_norm;    // [head_dim] or empty (qwen3, qwen3_5; shared by all heads)
-    std::vector<float> k_norm;    // [head_dim] or empty
+    std::vector<float> q_norm;    // [head_dim] or empty (qwen3, qwen3_5, gemma3; shared by all heads), olmo2:
+    std::vector<float> k_norm;    // [n_heads * head_dim] / [n_kv_heads * head_dim] over the whole projection
   };
   // Gated DeltaNet (qwen3_5 linear-attention layers). C = 2 * hk * dk + hv * dv.
   struct GdnWeights {
@@ -68,13 +68,20 @@ class ReferenceModel {
     std::vector<float> norm;     // [dv] (plain w)
     std::vector<float> out;      // [hidden, hv * dv]
   };
+  // A norm's weight (and LayerNorm bias); empty where the architecture has none.
+  struct Norm {
+    std::vector<float> w, b;
+    bool empty() const { return w.empty(); }
+  };
   struct LayerWeights {
     bool full_attention = true;
-    std::vector<float> input_norm;  // [hidden]
-    std::vector<float> post_norm;   // [hidden]
+    Norm input_norm;             // before the attention (empty: olmo2)
+    Norm post_norm;              // before the MLP (empty: olmo2, phi's parallel block)
+    Norm attn_out_norm, mlp_out_norm;  // on the branch outputs (gemma2/3, olmo2)
     AttentionWeights attn;
     GdnWeights gdn;
-    std::vector<float> gate_up;  // [2 * intermediate, hidden], rows gate | up
+    std::vector<float> gate_up;  // [2 * intermediate, hidden], rows gate | up; or fc1 [intermediate, hidden]
+    std::vector<float> up_bias, down_bias;
     std::vector<float> down;     // [hidden, intermediate]
   };
   struct LayerState {
@@ -91,7 +98,9 @@ class ReferenceModel {
   ModelConfig config_;
   std::vector<float> embed_;       // [vocab, hidden]
   std::vector<float> lm_head_;     // [vocab, hidden]; empty when tied to embed_
-  std::vector<float> final_norm_;  // [hidden]
+  Norm final_norm_;                // [hidden]
+  std::vector<float> lm_head_bias_;  // [vocab] (phi) or empty
+  std::vector<float> norm(const Norm& n, std::span<const float> x) const;
   std::vector<LayerWeights> layers_;
   std::vector<LayerState> state_;
   int position_ = 0;
@@ -99,6 +108,10 @@ class ReferenceModel {
   std::vector<std::vector<float>> layer_outputs_;
   std::vector<float> final_hidden_;
 };
+
+// The RoPE of a layer of `c` (its base, partial rotary dims and scaling): what the reference applies and what the
+// GPU's RoPE tables hold.
+ref::RopeSpec ropeSpecOf(const ModelConfig& c, int layer);
 
 // Greedy decoding: feeds `prompt` (continuing the model's sequence), then appends argmax tokens one at a time.
 // Returns the n generated ids (empty when the prompt is empty or invalid).

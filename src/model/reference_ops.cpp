@@ -60,6 +60,22 @@ std::vector<float> swiglu(std::span<const float> gate, std::span<const float> up
   return y;
 }
 
+std::vector<float> layerNorm(std::span<const float> x, std::span<const float> w, std::span<const float> b, float eps) {
+  const size_t d = w.size();
+  assert(d > 0 && x.size() % d == 0 && b.size() == d);
+  std::vector<float> y(x.size());
+  for (size_t row = 0; row < x.size() / d; ++row) {
+    const float* xr = x.data() + row * d;
+    double mean = 0, var = 0;
+    for (size_t i = 0; i < d; ++i) mean += xr[i];
+    mean /= (double)d;
+    for (size_t i = 0; i < d; ++i) var += (xr[i] - mean) * (xr[i] - mean);
+    const double inv = 1.0 / std::sqrt(var / (double)d + eps);
+    for (size_t i = 0; i < d; ++i) y[row * d + i] = (float)((xr[i] - mean) * inv * w[i] + b[i]);
+  }
+  return y;
+}
+
 std::vector<float> linear(std::span<const float> x, std::span<const float> w, int rows, int cols,
                           std::span<const float> bias) {
   assert(cols > 0 && x.size() % cols == 0 && w.size() == (size_t)rows * cols);
@@ -108,6 +124,61 @@ std::vector<double> ropeInvFreq(int rotary_dim, double theta, const std::optiona
   return inv;
 }
 
+std::vector<double> ropeInvFreq(const RopeSpec& r, int64_t pos) {
+  const int R = r.rotary_dim;
+  if (!r.short_factor.empty()) {  // longrope
+    const std::vector<double>& ext = pos < r.original ? r.short_factor : r.long_factor;
+    std::vector<double> inv(R / 2);
+    for (int i = 0; i < R / 2; ++i) inv[i] = 1.0 / (ext[i] * std::pow(r.theta, 2.0 * i / R));
+    return inv;
+  }
+  if (r.yarn) {
+    // Frequencies rotating fewer than beta_slow times over the original length are interpolated (divided by the
+    // factor), more than beta_fast kept, a linear ramp between (over frequency indices).
+    auto dim_of = [&](double rotations) {
+      return R * std::log(r.yarn_original / (rotations * 2.0 * std::numbers::pi)) / (2.0 * std::log(r.theta));
+    };
+    double lo = std::max(0.0, std::floor(dim_of(r.beta_fast)));
+    double hi = std::min((double)R - 1, std::ceil(dim_of(r.beta_slow)));
+    if (lo == hi) hi += 0.001;
+    std::vector<double> inv(R / 2);
+    for (int i = 0; i < R / 2; ++i) {
+      const double extrap = 1.0 / std::pow(r.theta, 2.0 * i / R), interp = extrap / r.yarn_factor;
+      const double ramp = std::clamp((i - lo) / (hi - lo), 0.0, 1.0);
+      const double keep = 1.0 - ramp;  // weight of the extrapolated (unchanged) frequency
+      inv[i] = interp * (1.0 - keep) + extrap * keep;
+    }
+    return inv;
+  }
+  return ropeInvFreq(R, r.theta, r.llama3);
+}
+
+void ropeCosSin(const RopeSpec& r, int64_t pos, std::vector<double>& cos, std::vector<double>& sin) {
+  const std::vector<double> inv = ropeInvFreq(r, pos);
+  cos.resize(inv.size());
+  sin.resize(inv.size());
+  for (size_t i = 0; i < inv.size(); ++i) {
+    const double angle = (double)pos * inv[i];
+    cos[i] = std::cos(angle) * r.attention_factor;
+    sin[i] = std::sin(angle) * r.attention_factor;
+  }
+}
+
+void ropeNeox(std::span<float> vec, int head_dim, const RopeSpec& r, int64_t pos) {
+  assert(head_dim > 0 && vec.size() % head_dim == 0 && r.rotary_dim <= head_dim);
+  std::vector<double> cs, sn;
+  ropeCosSin(r, pos, cs, sn);
+  const int half = r.rotary_dim / 2;
+  for (size_t base = 0; base < vec.size(); base += head_dim) {
+    float* x = vec.data() + base;
+    for (int i = 0; i < half; ++i) {
+      const double a = x[i], b = x[i + half];
+      x[i] = (float)(a * cs[i] - b * sn[i]);
+      x[i + half] = (float)(b * cs[i] + a * sn[i]);
+    }
+  }
+}
+
 void ropeNeox(std::span<float> vec, int head_dim, int rotary_dim, int64_t pos, double theta,
               const std::optional<Llama3Scaling>& scaling) {
   assert(head_dim > 0 && vec.size() % head_dim == 0 && rotary_dim <= head_dim);
@@ -127,7 +198,7 @@ void ropeNeox(std::span<float> vec, int head_dim, int rotary_dim, int64_t pos, d
 
 std::vector<float> causalAttention(std::span<const float> q, std::span<const float> k_cache,
                                    std::span<const float> v_cache, int n_new, int n_heads, int n_kv_heads, int head_dim,
-                                   float scale) {
+                                   float scale, int window, float cap) {
   const size_t q_width = (size_t)n_heads * head_dim, kv_width = (size_t)n_kv_heads * head_dim;
   assert(q.size() == n_new * q_width && k_cache.size() == v_cache.size() && k_cache.size() % kv_width == 0);
   const int t_total = (int)(k_cache.size() / kv_width);
@@ -141,19 +212,20 @@ std::vector<float> causalAttention(std::span<const float> q, std::span<const flo
       const float* qh = q.data() + i * q_width + (size_t)h * head_dim;
       const size_t kv_off = (size_t)(h / group) * head_dim;
       double mx = -INFINITY;
-      for (int t = 0; t <= pos; ++t) {
+      const int first = window > 0 ? std::max(0, pos - window + 1) : 0;
+      for (int t = first; t <= pos; ++t) {
         const float* kt = k_cache.data() + t * kv_width + kv_off;
         double dot = 0;
         for (int d = 0; d < head_dim; ++d) dot += (double)qh[d] * kt[d];
-        p[t] = dot * scale;
+        p[t] = softcap(dot * scale, cap);
         mx = std::max(mx, p[t]);
       }
       double sum = 0;
-      for (int t = 0; t <= pos; ++t) sum += (p[t] = std::exp(p[t] - mx));
+      for (int t = first; t <= pos; ++t) sum += (p[t] = std::exp(p[t] - mx));
       float* oh = out.data() + i * q_width + (size_t)h * head_dim;
       for (int d = 0; d < head_dim; ++d) {
         double acc = 0;
-        for (int t = 0; t <= pos; ++t) acc += p[t] * v_cache[t * kv_width + kv_off + d];
+        for (int t = first; t <= pos; ++t) acc += p[t] * v_cache[t * kv_width + kv_off + d];
         oh[d] = (float)(acc / sum);
       }
     }

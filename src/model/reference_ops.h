@@ -40,6 +40,17 @@ void softmax(std::span<float> x);
 // SwiGLU: gate [n], up [n] -> silu(gate) * up [n].
 std::vector<float> swiglu(std::span<const float> gate, std::span<const float> up);
 
+// LayerNorm of every row: x [n, d], w [d], b [d] -> (x - mean) / sqrt(var + eps) * w + b (biased variance).
+std::vector<float> layerNorm(std::span<const float> x, std::span<const float> w, std::span<const float> b, float eps);
+
+// GELU, exact (0.5 x (1 + erf(x / sqrt 2))) and the tanh approximation (0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3)))).
+inline double geluErf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+inline double geluTanh(double x) {
+  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / 3.141592653589793) * (x + 0.044715 * x * x * x)));
+}
+// cap · tanh(x / cap) (gemma2's soft-capping); cap 0 returns x.
+inline double softcap(double x, double cap) { return cap > 0 ? cap * std::tanh(x / cap) : x; }
+
 // ---- matrix products ---------------------------------------------------------------------------------
 
 // y = x W^T + b: x [n, cols], W [rows, cols] (PyTorch Linear layout), b [rows] or empty -> y [n, rows].
@@ -68,6 +79,27 @@ struct Llama3Scaling {
 // (original_max / wavelength) between the two.
 std::vector<double> ropeInvFreq(int rotary_dim, double theta, const std::optional<Llama3Scaling>& scaling = {});
 
+// Every RoPE variant a config can ask for, resolved for one base (a layer's theta): llama3's remap, phi3's
+// LongRoPE (per-frequency divisors, short below `original` positions and long from there, cos/sin scaled) and
+// YaRN (ministral3: interpolation ramp between beta_fast and beta_slow, cos/sin scaled by its mscale).
+struct RopeSpec {
+  int rotary_dim = 0;
+  double theta = 10000.0;
+  std::optional<Llama3Scaling> llama3;
+  std::vector<double> short_factor, long_factor;  // longrope
+  int original = 0;                               // longrope: positions below use short_factor
+  double attention_factor = 1.0;                  // cos and sin times this (longrope, yarn)
+  bool yarn = false;
+  double yarn_factor = 1.0, beta_fast = 32.0, beta_slow = 1.0;
+  int yarn_original = 0;
+};
+// The inverse frequencies [rotary_dim / 2] at position `pos` (longrope switches factors by position).
+std::vector<double> ropeInvFreq(const RopeSpec& r, int64_t pos);
+// cos / sin of pos · inv_freq[i], times attention_factor: what the GPU's RoPE table holds.
+void ropeCosSin(const RopeSpec& r, int64_t pos, std::vector<double>& cos, std::vector<double>& sin);
+// NeoX RoPE of one token's heads with a RopeSpec (as ropeNeox below).
+void ropeNeox(std::span<float> vec, int head_dim, const RopeSpec& r, int64_t pos);
+
 // NeoX ("rotate-half") RoPE in place on every head of one token: vec [n_heads * head_dim]. Within each head only
 // dims [0, rotary_dim) rotate, pairing i with i + rotary_dim/2 at angle pos * inv_freq[i]:
 //   x'_i = x_i cos - x_{i+R/2} sin,  x'_{i+R/2} = x_{i+R/2} cos + x_i sin.  Dims [rotary_dim, head_dim) pass.
@@ -81,9 +113,10 @@ void ropeNeox(std::span<float> vec, int head_dim, int rotary_dim, int64_t pos, d
 //   (token-major; the new tokens are the last n_new rows). New token i sits at position t_total - n_new + i and
 //   sees cache rows 0..that position. Query head h reads KV head h / (n_heads / n_kv_heads).
 //   scale is usually 1/sqrt(head_dim). Returns [n_new, n_heads * head_dim].
+// window > 0: position p sees only [p - window + 1, p]; softcap > 0: scores (after the scale) soft-capped.
 std::vector<float> causalAttention(std::span<const float> q, std::span<const float> k_cache,
                                    std::span<const float> v_cache, int n_new, int n_heads, int n_kv_heads, int head_dim,
-                                   float scale);
+                                   float scale, int window = 0, float softcap = 0.0f);
 
 // ---- Gated DeltaNet (Qwen3.5 linear attention) -------------------------------------------------------
 

@@ -127,6 +127,88 @@ Status streamRandomFolder(const ModelConfig& c, uint64_t seed, const std::string
   return finishMlcFolder(out_dir, c, w, tokenizer_path);
 }
 
+// Tiny settings of the families beyond llama / qwen, chosen so every path of the family runs at test sizes:
+// windows shorter than the tests' prompts, LongRoPE / YaRN switching inside them, soft-caps that bite.
+// Returns false for the llama / qwen families (their config is complete as it is).
+bool familyTinyConfig(const TinyModelSpec& spec, ModelConfig& c) {
+  const bool tiny = spec.shape.empty();
+  switch (spec.arch) {
+    case Arch::kGemma:
+    case Arch::kGemma2:
+    case Arch::kGemma3:
+      c.rope_theta = 10000.0;
+      if (spec.arch == Arch::kGemma) return true;
+      c.layer_window = tiny ? 24 : (spec.arch == Arch::kGemma2 ? 4096 : 512);
+      c.attn_scale = 1.0 / std::sqrt(tiny ? 24.0 : (double)c.head_dim);
+      if (spec.arch == Arch::kGemma2) {
+        c.attn_softcap = tiny ? 2.0f : 50.0f;  // tiny: scores of a few units, so the cap matters
+        c.final_softcap = tiny ? 0.5f : 30.0f;
+      } else {
+        c.window_pattern = tiny ? 2 : 6;
+        c.rope_theta = 1e6;
+        c.rope_local_theta = 10000.0;
+      }
+      return true;
+    case Arch::kPhi3:
+      c.rope_theta = 10000.0;
+      c.partial_rotary_factor = tiny ? 0.75f : 1.0f;
+      c.tie_embeddings = false;
+      if (tiny) {  // LongRoPE switching to the long factors from position 32
+        RopeScaling r;
+        r.rope_type = "longrope";
+        for (int i = 0; i < c.rotaryDim() / 2; ++i) {
+          r.short_factor.push_back(1.0f + 0.25f * i);
+          r.long_factor.push_back(2.0f + 0.5f * i);
+        }
+        r.original_max_position_embeddings = 32;
+        r.max_position_embeddings = 256;
+        c.rope_scaling = r;
+      }
+      return true;
+    case Arch::kOlmo2:
+      c.rope_theta = 500000.0;
+      c.tie_embeddings = false;
+      return true;
+    case Arch::kStableLm:
+      c.rope_theta = 10000.0;
+      c.partial_rotary_factor = 0.25f;
+      c.qkv_bias = true;
+      c.rms_eps = 1e-5f;
+      c.tie_embeddings = false;
+      return true;
+    case Arch::kGptNeox:
+      c.rope_theta = 10000.0;
+      c.partial_rotary_factor = 0.25f;
+      c.parallel_residual = true;
+      c.mlp = MlpKind::kGelu;
+      c.rms_eps = 1e-5f;
+      c.tie_embeddings = false;
+      return true;
+    case Arch::kPhi:
+      c.rope_theta = 10000.0;
+      c.partial_rotary_factor = 0.5f;
+      c.rms_eps = 1e-5f;
+      c.tie_embeddings = false;
+      return true;
+    case Arch::kMinistral3:
+      c.rope_theta = 1e6;
+      c.tie_embeddings = tiny ? false : c.tie_embeddings;
+      if (tiny) {  // YaRN at factor 4 over 32 original positions
+        RopeScaling r;
+        r.rope_type = "yarn";
+        r.factor = 4.0f;
+        r.original_max_position_embeddings = 32;
+        r.mscale = 1.0f;
+        r.mscale_all_dim = 1.0f;
+        r.llama4_beta = 0.1f;  // the query scale steps up at positions 32, 64, ...
+        c.rope_scaling = r;
+      }
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 Status applyShapePreset(TinyModelSpec& spec, std::string_view shape) {
@@ -198,7 +280,12 @@ ModelConfig tinyModelConfig(const TinyModelSpec& spec, int tokenizer_vocab) {
   c.prefill_chunk = spec.shape.empty() ? 512 : 2048;
   c.sliding_window = -1;
   if (!spec.conv_template.empty()) c.conv_template = convTemplatePreset(spec.conv_template);
-  return c;
+  if (!familyTinyConfig(spec, c)) return c;
+  // The families beyond llama / qwen: their layer shape comes from the parser (model_config.cpp), so the writer's
+  // config and a reader's agree by construction.
+  nlohmann::json j = mlcChatConfigJson(c);
+  auto parsed = parseModelConfig(j, "mlc-chat-config.json");
+  return parsed.ok() ? std::move(parsed).value() : c;
 }
 
 WeightMap randomTinyWeights(const ModelConfig& c, uint64_t seed) {

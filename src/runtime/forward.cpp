@@ -2,6 +2,7 @@
 
 #include "kernels/attention_cpu.h"
 #include "kernels/sampling.h"
+#include "model/reference_model.h"
 #include "model/reference_ops.h"
 
 #include <algorithm>
@@ -54,6 +55,42 @@ uint32_t pagesFor(uint32_t positions) { return (positions + kPageTokens - 1) / k
 
 uint32_t attnWidth(const ModelConfig& c) {
   return ((c.arch == Arch::kQwen3_5 ? 2u : 1u) * c.n_heads + 2u * c.n_kv_heads) * c.head_dim;
+}
+
+// The families beyond llama / qwen need norm outputs and branch outputs of their own (Forward::normed_ ...).
+bool familyBuffers(const ModelConfig& c) {
+  return c.norm == NormKind::kLayer || c.post_norms || c.parallel_residual || c.qk_norm_full || !c.pre_norms;
+}
+// Floats per row (decode) or token (prefill) those buffers add.
+uint64_t familyWidth(const ModelConfig& c) {
+  return familyBuffers(c) ? 3ull * c.hidden + (c.qk_norm_full ? attnWidth(c) : 0) : 0;
+}
+
+Epilogue mlpEpilogue(const ModelConfig& c) {
+  switch (c.mlp) {
+    case MlpKind::kSwiGlu: return Epilogue::kSwiGlu;
+    case MlpKind::kGeGlu: return Epilogue::kGeGlu;
+    case MlpKind::kGelu: return Epilogue::kGelu;
+    case MlpKind::kGeluTanh: return Epilogue::kGeluTanh;
+  }
+  return Epilogue::kSwiGlu;
+}
+
+// A RoPE table [ctx, R]: cos then sin of each position's angles (ropeSpecOf: scaling, LongRoPE, YaRN), in double.
+std::vector<float> ropeTable(const ModelConfig& c, double theta, uint32_t positions) {
+  const int R = c.rotaryDim();
+  ref::RopeSpec spec = ropeSpecOf(c, 0);
+  spec.theta = theta;
+  std::vector<float> table((size_t)positions * R);
+  std::vector<double> cs, sn;
+  for (uint32_t p = 0; p < positions; ++p) {
+    ref::ropeCosSin(spec, p, cs, sn);
+    for (int i = 0; i < R / 2; ++i) {
+      table[(size_t)p * R + i] = (float)cs[i];
+      table[(size_t)p * R + R / 2 + i] = (float)sn[i];
+    }
+  }
+  return table;
 }
 
 }  // namespace
@@ -129,9 +166,11 @@ uint64_t Forward::fixedBytes(const ModelConfig& c, uint32_t rows, uint32_t conte
   const bool gdn = c.arch == Arch::kQwen3_5;
   const uint64_t mixw = std::max<uint64_t>(qd, gdn ? gd.outWidth() : 0);
   const uint64_t projw = gdn ? gd.projWidth() : 1, prepw = gdn ? gd.prepWidth() : 1;
-  const uint64_t per_token = (uint64_t)c.hidden * 2 + attnWidth(c) + projw + mixw + c.intermediate + prepw + qd;
+  const uint64_t per_token =
+      (uint64_t)c.hidden * 2 + attnWidth(c) + projw + mixw + c.intermediate + prepw + qd + familyWidth(c);
   const uint64_t per_row = (uint64_t)c.vocab + c.hidden + attnWidth(c) + projw + mixw + c.intermediate + prepw +
-                           (uint64_t)c.n_heads * 16 * (c.head_dim + 4);  // attention partials at most
+                           (uint64_t)c.n_heads * 16 * (c.head_dim + 4) +  // attention partials at most
+                           familyWidth(c);
   // Prefix reuse at its defaults: one context of cached pages, the trash and scratch pages, rows + 1 snapshots.
   const uint64_t reuse = (pagesFor(context) + 2) * pageBytes(c) + (gdn ? (rows + 1) * snapshotBytes(c) : 0);
   return 4 * ((rows + 1) * per_row + (uint64_t)prefill_chunk * per_token + (uint64_t)context * c.rotaryDim()) + reuse;
@@ -142,6 +181,10 @@ uint32_t Forward::rowsThatFit(const ModelConfig& c, uint32_t context, uint64_t w
   for (uint32_t r = kMaxDecodeRows; r >= 1; --r)
     if (weight_bytes + fixedBytes(c, r, context, chunk) + r * slotBytes(c, context) <= budget) return r;
   return 0;
+}
+
+const gpu::Buffer& Forward::ropeOf(int layer) const {
+  return rope_local_.handle() && model_.config.ropeThetaOf(layer) != model_.config.rope_theta ? rope_local_ : rope_;
 }
 
 Result<gpu::Buffer> Forward::buffer(uint64_t bytes, const char* label, uint64_t* counter) {
@@ -206,21 +249,31 @@ Status Forward::createBuffers() {
   EWGPU_ASSIGN(pprep_, buffer(T * prepw * 4, "prefill-prep", act));
   EWGPU_ASSIGN(plast_, buffer(H * 4, "prefill-last", act));
 
-  // RoPE table [ctx, R]: cos then sin of pos * inv_freq, computed in double (Llama-3 scaling included).
-  const int R = c.rotaryDim();
-  std::optional<ref::Llama3Scaling> scaling;
-  if (c.rope_scaling && c.rope_scaling->rope_type == "llama3")
-    scaling = ref::Llama3Scaling{c.rope_scaling->factor, c.rope_scaling->low_freq_factor, c.rope_scaling->high_freq_factor,
-                            c.rope_scaling->original_max_position_embeddings};
-  std::vector<double> inv = ref::ropeInvFreq(R, c.rope_theta, scaling);
-  std::vector<float> table((size_t)ctx_len_ * R);
-  for (uint32_t p = 0; p < ctx_len_; ++p)
-    for (int i = 0; i < R / 2; ++i) {
-      table[(size_t)p * R + i] = (float)std::cos(p * inv[i]);
-      table[(size_t)p * R + R / 2 + i] = (float)std::sin(p * inv[i]);
+  // RoPE tables [ctx, R]: cos then sin of each position's angles, computed in double (ropeTable). gemma3's
+  // sliding layers have a base of their own, so a second table.
+  for (int pass = 0; pass < 2; ++pass) {
+    const double theta = pass ? c.rope_local_theta : c.rope_theta;
+    if (pass && !(c.rope_local_theta > 0 && c.rope_local_theta != c.rope_theta)) break;
+    const std::vector<float> table = ropeTable(c, theta, ctx_len_);
+    gpu::Buffer& dst = pass ? rope_local_ : rope_;
+    EWGPU_ASSIGN(dst, buffer(table.size() * 4, pass ? "rope-local" : "rope", act));
+    ctx_.write(dst, 0, table.data(), table.size() * 4);
+  }
+  if (familyBuffers(c)) {
+    EWGPU_ASSIGN(normed_, buffer(B * H * 4, "normed", act));
+    EWGPU_ASSIGN(normed2_, buffer(B * H * 4, "normed-2", act));
+    EWGPU_ASSIGN(branch_, buffer(B * H * 4, "branch", act));
+    EWGPU_ASSIGN(pnormed2_, buffer(T * H * 4, "prefill-normed-2", act));
+    EWGPU_ASSIGN(pbranch_, buffer(T * H * 4, "prefill-branch", act));
+    EWGPU_ASSIGN(plastn_, buffer(H * 4, "prefill-last-normed", act));
+    if (c.qk_norm_full) {
+      EWGPU_ASSIGN(qkvn_, buffer(B * attnWidth(c) * 4, "qkv-normed", act));
+      EWGPU_ASSIGN(pqkvn_, buffer(T * attnWidth(c) * 4, "prefill-qkv-normed", act));
     }
-  EWGPU_ASSIGN(rope_, buffer(table.size() * 4, "rope", act));
-  ctx_.write(rope_, 0, table.data(), table.size() * 4);
+    EWGPU_ASSIGN(one_, buffer(16, "one", nullptr));
+    const uint32_t one[4] = {1, 0, 0, 0};
+    ctx_.write(one_, 0, one, sizeof one);
+  }
 
   for (int l = 0; l < c.n_layers; ++l) {
     gpu::Buffer kc, vc, cs, st;
@@ -268,6 +321,7 @@ Status Forward::createDecodeOps() {
     for (int pass = 0; pass < 2; ++pass) {  // decode (ids = rows) and prefill (ids = uploaded)
       gpu::Constants k{{"QFMT", (int)E.format}, {"N", E.rows[ch]}, {"H", c.hidden}, {"ROW_START", start},
                        {"ID_STRIDE", pass == 0 ? kRowWords : 1}, {"ID_OFFSET", pass == 0 ? 4 : 0}};
+      if (c.embed_scale != 1.0f) k["SCALE"] = c.embed_scale;
       auto kern = ctx_.kernel("embed", k);
       if (!kern) return std::move(kern).error();
       const gpu::Buffer& s = E.s.empty() ? E.w[ch] : E.s[ch];
@@ -280,15 +334,51 @@ Status Forward::createDecodeOps() {
   gpu::Constants attn_k{{"D", D}, {"HQ", c.n_heads}, {"HKV", c.n_kv_heads}, {"CTX", ctx_len_},
                         {"GATED", gated ? 1 : 0}, {"PAGED", 1}, {"PAGE", kPageTokens}, {"MAXP", pps_},
                         {"PT", kRowWords}};
+  const bool ln = c.norm == NormKind::kLayer;
+  // A norm op over the decode rows (the active-rows word is its row count): LayerNorm for pre-norms of LN models,
+  // RMSNorm added into `out` for post-norms.
+  auto rowNorm = [&](const gpu::Buffer& x, const gpu::Buffer& w, const gpu::Buffer* b, const gpu::Buffer& out,
+                     const gpu::Buffer& meta, uint32_t rows, bool add) {
+    kernels::RmsNormOp::Mode m;
+    m.layer = ln && !add;
+    m.bias = b;
+    m.add = add;
+    return kernels::RmsNormOp::create(ctx_, x, w, out, meta, c.hidden, c.rms_eps, rows, m);
+  };
   for (int l = 0; l < c.n_layers; ++l) {
     const GpuLayer& L = model_.layers[l];
     LayerOps ops;
     ops.full = L.full_attention;
+    // The input of the layer's first projection: hidden_ through the GEMV's fused RMSNorm (the llama / qwen path),
+    // hidden_ as it is (olmo2: no pre-norm), or normed_ from a norm op (LayerNorm; a parallel block's norms run
+    // both before the attention, so its MLP reads the layer's input).
+    const gpu::Buffer* in_x = &hidden_;
+    const gpu::Buffer* in_norm = L.input_norm.handle() ? &L.input_norm : nullptr;
+    if (in_norm && (ln || c.parallel_residual)) {
+      EWGPU_ASSIGN(ops.n_in, rowNorm(hidden_, L.input_norm, &L.input_norm_b, normed_, active_, B, false));
+      in_x = &normed_;
+      in_norm = nullptr;
+    }
     if (L.full_attention) {
       ops.attn = std::make_unique<AttnOps>();
       AttnOps& a = *ops.attn;
-      EWGPU_ASSIGN(a.qkv, kernels::GemvOp::create(ctx_, L.qkv.view(), hidden_, qkv_,
-                                                  gemvCfg({Epilogue::kStore, B, &L.input_norm, c.rms_eps})));
+      EWGPU_ASSIGN(a.qkv, kernels::GemvOp::create(ctx_, L.qkv.view(), *in_x, qkv_,
+                                                  gemvCfg({Epilogue::kStore, B, in_norm, c.rms_eps})));
+      if (c.qk_norm_full) {  // olmo2: q|k|v normed into qkvn_, which the attention reads
+        QkvNormOps qn;
+        auto k = ctx_.kernel("qkv_norm", {{"QW", c.n_heads * D}, {"KW", c.n_kv_heads * D}, {"EPS", c.rms_eps}});
+        if (!k) return std::move(k).error();
+        qn.kernel = *k;
+        auto bg = ctx_.bindGroup(**k, {{&qkv_}, {&L.qk_norm_full}, {&qkvn_}, {&active_}});
+        if (!bg) return std::move(bg).error();
+        qn.bg = std::move(*bg);
+        auto pbg = ctx_.bindGroup(**k, {{&pqkv_}, {&L.qk_norm_full}, {&pqkvn_}, {&pmeta_}});
+        if (!pbg) return std::move(pbg).error();
+        qn.pbg = std::move(*pbg);
+        a.qkvn = std::move(qn);
+      }
+      const gpu::Buffer& dqkv = c.qk_norm_full ? qkvn_ : qkv_;   // the attention's q|k|v, decode
+      const gpu::Buffer& pqkv = c.qk_norm_full ? pqkvn_ : pqkv_;  // and prefill
       gpu::Constants pk = attn_k;
       pk["R"] = c.rotaryDim();
       pk["QK_NORM"] = c.qk_norm ? 1 : 0;
@@ -297,7 +387,7 @@ Status Forward::createDecodeOps() {
       const std::vector<std::string> kvdef = kv16_ ? std::vector<std::string>{"KV16"} : std::vector<std::string>{};
       auto k = ctx_.kernel("qk_prepare", pk, kvdef);  // prefill only: decode attention does this work itself (FUSED)
       if (!k) return std::move(k).error();
-      auto bg = ctx_.bindGroup(**k, {{&pqkv_}, {&prows_}, {&rope_}, {&L.qk_norm}, {&pq_}, {&kc_[l]}, {&vc_[l]}});
+      auto bg = ctx_.bindGroup(**k, {{&pqkv}, {&prows_}, {&ropeOf(l)}, {&L.qk_norm}, {&pq_}, {&kc_[l]}, {&vc_[l]}});
       if (!bg) return std::move(bg).error();
       a.pprep = *k;
       a.pprep_bg = std::move(*bg);
@@ -307,8 +397,13 @@ Status Forward::createDecodeOps() {
         ak["PT"] = pass ? kRowWords : B * kRowWords;  // the tables follow the prefill row / the decode rows
         ak["FUSED"] = pass ? 0 : 1;
         ak["SPLIT"] = pass ? 1 : attn_split_;
-        ak["SCALE"] = 1.0 / std::sqrt((double)D);
-        ak["WINDOW"] = c.sliding_window > 0 ? c.sliding_window : 0;
+        ak["SCALE"] = c.attnScale();
+        ak["WINDOW"] = c.windowOf(l);
+        if (c.attn_softcap > 0) ak["SOFTCAP"] = c.attn_softcap;
+        if (c.rope_scaling && c.rope_scaling->llama4_beta > 0) {
+          ak["Q_BETA"] = c.rope_scaling->llama4_beta;
+          ak["Q_ORIG"] = c.rope_scaling->original_max_position_embeddings;
+        }
         if (ctx_.info().cpuAdapter()) {  // SwiftShader: barriers cost per invocation, use fewer
           ak["WG"] = 64;
           ak["RS"] = 8;
@@ -325,7 +420,8 @@ Status Forward::createDecodeOps() {
         // Opt-in (EWGPU_ATTN_GQA=1), GPUs: attention_gqa.wgsl, one workgroup per KV head for its G query heads. It
         // measured slower than attention.wgsl's workgroup per query head (docs/measurements/h200-run18).
         const uint32_t G = c.n_heads / std::max(1, c.n_kv_heads);
-        const bool gqa = pass == 0 && !cpu_attn && attnGqa() && G >= 2 && G <= 8 && c.n_heads % c.n_kv_heads == 0;
+        const bool gqa = pass == 0 && !cpu_attn && attnGqa() && G >= 2 && G <= 8 && c.n_heads % c.n_kv_heads == 0 &&
+                         c.attn_softcap == 0 && !(c.rope_scaling && c.rope_scaling->llama4_beta > 0);
         if (gqa) {
           for (const char* unused : {"PREFILL", "FUSED"}) ak.erase(unused);
           const uint32_t dv = D / 4;
@@ -344,16 +440,21 @@ Status Forward::createDecodeOps() {
         if (pass) a.pattn_gz = cpu_attn ? 2 : 1;
         auto k2 = ctx_.kernel(cpu_attn ? "attention_cpu" : gqa ? "attention_gqa" : "attention", ak, kvdef);
         if (!k2) return std::move(k2).error();
-        auto bg2 = ctx_.bindGroup(**k2, {{pass ? &pq_ : &qkv_}, {pass ? &prows_ : &rows_}, {&kc_[l]}, {&vc_[l]},
-                                         {pass ? &pqkv_ : &qkv_},
-                                         {pass ? &pmix_ : attn_split_ > 1 ? &attn_part_ : &mix_}, {&rope_}, {&L.qk_norm}});
+        auto bg2 = ctx_.bindGroup(**k2, {{pass ? &pq_ : &dqkv}, {pass ? &prows_ : &rows_}, {&kc_[l]}, {&vc_[l]},
+                                         {pass ? &pqkv : &dqkv},
+                                         {pass ? &pmix_ : attn_split_ > 1 ? &attn_part_ : &mix_}, {&ropeOf(l)},
+                                         {&L.qk_norm}});
         if (!bg2) return std::move(bg2).error();
         (pass ? a.pattn : a.attn) = *k2;
         (pass ? a.pattn_bg : a.attn_bg) = std::move(*bg2);
       }
+      // gemma2/3, olmo2: the output is stored, normed and then added to the residual stream.
+      const bool post = L.attn_out_norm.handle();
       EWGPU_ASSIGN(a.o, kernels::GemvOp::create(
-                            ctx_, L.o.view(), mix_, hidden_,
-                            gemvCfg({Epilogue::kResidualAdd, B, nullptr, c.rms_eps, c.n_heads * D})));
+                            ctx_, L.o.view(), mix_, post ? branch_ : hidden_,
+                            gemvCfg({post ? Epilogue::kStore : Epilogue::kResidualAdd, B, nullptr, c.rms_eps,
+                                     c.n_heads * D})));
+      if (post) EWGPU_ASSIGN(ops.n_attn_out, rowNorm(branch_, L.attn_out_norm, nullptr, hidden_, active_, B, true));
     } else {
       ops.gdn = std::make_unique<GdnOps>();
       GdnOps& g = *ops.gdn;
@@ -369,16 +470,52 @@ Status Forward::createDecodeOps() {
                               ctx_, L.out_proj.view(), mix_, hidden_,
                               gemvCfg({Epilogue::kResidualAdd, B, nullptr, c.rms_eps, gd.outWidth()})));
     }
-    EWGPU_ASSIGN(ops.up, kernels::GemvOp::create(ctx_, L.gate_up.view(), hidden_, act_,
-                                                 gemvCfg({Epilogue::kSwiGlu, B, &L.post_norm, c.rms_eps})));
-    EWGPU_ASSIGN(ops.down,
-                 kernels::GemvOp::create(ctx_, L.down.view(), act_, hidden_, gemvCfg({Epilogue::kResidualAdd, B})));
+    // The MLP's input, as the layer's: fused RMSNorm, as it is (olmo2), the parallel block's norms (normed_ shared
+    // with the attention, or normed2_), or a LayerNorm op.
+    const gpu::Buffer* up_x = &hidden_;
+    const gpu::Buffer* up_norm = L.post_norm.handle() ? &L.post_norm : nullptr;
+    if (c.parallel_residual) {
+      up_norm = nullptr;
+      up_x = &normed_;
+      if (!c.shared_norm) {
+        EWGPU_ASSIGN(ops.n_mlp, rowNorm(hidden_, L.post_norm, &L.post_norm_b, normed2_, active_, B, false));
+        up_x = &normed2_;
+      }
+    } else if (up_norm && ln) {
+      EWGPU_ASSIGN(ops.n_mlp, rowNorm(hidden_, L.post_norm, &L.post_norm_b, normed_, active_, B, false));
+      up_x = &normed_;
+      up_norm = nullptr;
+    }
+    EWGPU_ASSIGN(ops.up, kernels::GemvOp::create(ctx_, L.gate_up.view(), *up_x, act_,
+                                                 gemvCfg({mlpEpilogue(c), B, up_norm, c.rms_eps})));
+    const bool post = L.mlp_out_norm.handle();
+    EWGPU_ASSIGN(ops.down, kernels::GemvOp::create(ctx_, L.down.view(), act_, post ? branch_ : hidden_,
+                                                   gemvCfg({post ? Epilogue::kStore : Epilogue::kResidualAdd, B})));
+    if (post) EWGPU_ASSIGN(ops.n_mlp_out, rowNorm(branch_, L.mlp_out_norm, nullptr, hidden_, active_, B, true));
     layers_.push_back(std::move(ops));
   }
-  EWGPU_ASSIGN(lm_head_, kernels::GemvOp::create(ctx_, model_.logitsMatrix().view(), hidden_, logits_,
-                                                 gemvCfg({Epilogue::kStore, B, &model_.final_norm, c.rms_eps})));
-  EWGPU_ASSIGN(plm_head_, kernels::GemvOp::create(ctx_, model_.logitsMatrix().view(), plast_, plogits_,
-                                                  gemvCfg({Epilogue::kStore, 1, &model_.final_norm, c.rms_eps})));
+  // The final norm: fused into the lm_head GEMV, or (LayerNorm) a norm op first.
+  if (ln) {
+    EWGPU_ASSIGN(n_final_, rowNorm(hidden_, model_.final_norm, &model_.final_norm_b, normed_, active_, B, false));
+    EWGPU_ASSIGN(pn_final_, rowNorm(plast_, model_.final_norm, &model_.final_norm_b, plastn_, one_, 1, false));
+  }
+  EWGPU_ASSIGN(lm_head_, kernels::GemvOp::create(ctx_, model_.logitsMatrix().view(), ln ? normed_ : hidden_, logits_,
+                                                 gemvCfg({Epilogue::kStore, B, ln ? nullptr : &model_.final_norm,
+                                                          c.rms_eps})));
+  EWGPU_ASSIGN(plm_head_, kernels::GemvOp::create(ctx_, model_.logitsMatrix().view(), ln ? plastn_ : plast_, plogits_,
+                                                  gemvCfg({Epilogue::kStore, 1, ln ? nullptr : &model_.final_norm,
+                                                           c.rms_eps})));
+  if (c.final_softcap > 0) {  // gemma2: logits soft-capped before sampling
+    for (int pass = 0; pass < 2; ++pass) {
+      const uint32_t count = (pass ? 1u : B) * (uint32_t)c.vocab;
+      auto k = ctx_.kernel("softcap", {{"COUNT", count}, {"CAP", c.final_softcap}});
+      if (!k) return std::move(k).error();
+      auto bg = ctx_.bindGroup(**k, {{pass ? &plogits_ : &logits_}});
+      if (!bg) return std::move(bg).error();
+      (pass ? psoftcap_ : softcap_) = *k;
+      (pass ? psoftcap_bg_ : softcap_bg_) = std::move(*bg);
+    }
+  }
   // On CPU adapters the prefill sampler is the decode one (one pipeline fewer, ~3 s of SwiftShader compilation):
   // the prefill row's out_index is always 0, so its out slot is 0 whatever KMAX, and the position it advances is
   // never read (the executor rewrites the prefill row for every chunk; only active, generated, token and finish
@@ -424,15 +561,30 @@ Status Forward::createDecodeOps() {
 Status Forward::createPrefillOps() {
   const ModelConfig& c = model_.config;
   const uint32_t T = chunk_;
+  const bool ln = c.norm == NormKind::kLayer;
+  auto tokNorm = [&](const gpu::Buffer& x, const gpu::Buffer& w, const gpu::Buffer* b, const gpu::Buffer& out,
+                     bool add) {
+    kernels::RmsNormOp::Mode m;
+    m.layer = ln && !add;
+    m.bias = b;
+    m.add = add;
+    return kernels::RmsNormOp::create(ctx_, x, w, out, pmeta_, c.hidden, c.rms_eps, T, m);
+  };
   for (int l = 0; l < c.n_layers; ++l) {
     const GpuLayer& L = model_.layers[l];
     LayerOps& ops = layers_[l];
+    // Input norm into pnormed_ (olmo2 has none: the projection reads phidden_).
+    const bool in_norm = L.input_norm.handle();
+    const gpu::Buffer& in_x = in_norm ? pnormed_ : phidden_;
     if (L.full_attention) {
       AttnOps& a = *ops.attn;
-      EWGPU_ASSIGN(a.pnorm, kernels::RmsNormOp::create(ctx_, phidden_, L.input_norm, pnormed_, pmeta_, c.hidden,
-                                                       c.rms_eps, T));
-      EWGPU_ASSIGN(a.pqkv, kernels::GemmOp::create(ctx_, L.qkv.view(), pnormed_, pqkv_, pmeta_, Epilogue::kStore, T));
-      EWGPU_ASSIGN(a.po, kernels::GemmOp::create(ctx_, L.o.view(), pmix_, phidden_, pmeta_, Epilogue::kResidualAdd, T));
+      a.pnorm_used = in_norm;
+      if (in_norm) EWGPU_ASSIGN(a.pnorm, tokNorm(phidden_, L.input_norm, &L.input_norm_b, pnormed_, false));
+      EWGPU_ASSIGN(a.pqkv, kernels::GemmOp::create(ctx_, L.qkv.view(), in_x, pqkv_, pmeta_, Epilogue::kStore, T));
+      const bool post = L.attn_out_norm.handle();
+      EWGPU_ASSIGN(a.po, kernels::GemmOp::create(ctx_, L.o.view(), pmix_, post ? pbranch_ : phidden_, pmeta_,
+                                                 post ? Epilogue::kStore : Epilogue::kResidualAdd, T));
+      if (post) EWGPU_ASSIGN(ops.pn_attn_out, tokNorm(pbranch_, L.attn_out_norm, nullptr, phidden_, true));
     } else {
       GdnOps& g = *ops.gdn;
       kernels::GdnDims gd = gdnDims(c);
@@ -447,11 +599,26 @@ Status Forward::createPrefillOps() {
       EWGPU_ASSIGN(g.pout, kernels::GemmOp::create(ctx_, L.out_proj.view(), pmix_, phidden_, pmeta_,
                                                    Epilogue::kResidualAdd, T));
     }
-    EWGPU_ASSIGN(ops.ppost, kernels::RmsNormOp::create(ctx_, phidden_, L.post_norm, pnormed_, pmeta_, c.hidden,
-                                                       c.rms_eps, T));
-    EWGPU_ASSIGN(ops.pup, kernels::GemmOp::create(ctx_, L.gate_up.view(), pnormed_, pact_, pmeta_, Epilogue::kSwiGlu, T));
-    EWGPU_ASSIGN(ops.pdown, kernels::GemmOp::create(ctx_, L.down.view(), pact_, phidden_, pmeta_,
-                                                    Epilogue::kResidualAdd, T));
+    // The MLP's input: pnormed_ from ppost (sequential), phidden_ (olmo2), or a parallel block's norm of the
+    // layer's input taken before the attention adds to it (pnormed_ shared, or pnormed2_ from pn_mlp).
+    const gpu::Buffer* up_x = &pnormed_;
+    ops.ppost_used = false;
+    if (c.parallel_residual) {
+      if (!c.shared_norm) {
+        EWGPU_ASSIGN(ops.pn_mlp, tokNorm(phidden_, L.post_norm, &L.post_norm_b, pnormed2_, false));
+        up_x = &pnormed2_;
+      }
+    } else if (L.post_norm.handle()) {
+      EWGPU_ASSIGN(ops.ppost, tokNorm(phidden_, L.post_norm, &L.post_norm_b, pnormed_, false));
+      ops.ppost_used = true;
+    } else {
+      up_x = &phidden_;
+    }
+    EWGPU_ASSIGN(ops.pup, kernels::GemmOp::create(ctx_, L.gate_up.view(), *up_x, pact_, pmeta_, mlpEpilogue(c), T));
+    const bool post = L.mlp_out_norm.handle();
+    EWGPU_ASSIGN(ops.pdown, kernels::GemmOp::create(ctx_, L.down.view(), pact_, post ? pbranch_ : phidden_, pmeta_,
+                                                    post ? Epilogue::kStore : Epilogue::kResidualAdd, T));
+    if (post) EWGPU_ASSIGN(ops.pn_mlp_out, tokNorm(pbranch_, L.mlp_out_norm, nullptr, phidden_, true));
   }
   return {};
 }
@@ -461,9 +628,12 @@ void Forward::recordDecodeStep(gpu::Recorder& rec, uint32_t rows) const {
   const uint32_t B = rows ? std::min(rows, opts_.max_batch) : opts_.max_batch;
   for (const auto& [k, bg] : embed_) rec.dispatch(*k, bg, B, embedGroupsPerRow(c));
   for (const auto& L : layers_) {
+    if (L.n_in) L.n_in->record(rec, B);
+    if (L.n_mlp && c.parallel_residual) L.n_mlp->record(rec, B);  // the block's input, before the attention adds
     if (L.full) {
       const AttnOps& a = *L.attn;
       a.qkv.record(rec, B);
+      if (a.qkvn) rec.dispatch(*a.qkvn->kernel, a.qkvn->bg, B, 3);
       rec.dispatch(*a.attn, a.attn_bg, a.attn_gx, B, attn_split_);
       if (attn_split_ > 1) rec.dispatch(*combine_, combine_bg_, c.n_heads, B);
       a.o.record(rec, B);
@@ -474,10 +644,15 @@ void Forward::recordDecodeStep(gpu::Recorder& rec, uint32_t rows) const {
       g.rec.record(rec, B);
       g.out.record(rec, B);
     }
+    if (L.n_attn_out) L.n_attn_out->record(rec, B);
+    if (L.n_mlp && !c.parallel_residual) L.n_mlp->record(rec, B);
     L.up.record(rec, B);
     L.down.record(rec, B);
+    if (L.n_mlp_out) L.n_mlp_out->record(rec, B);
   }
+  if (n_final_) n_final_->record(rec, B);
   lm_head_.record(rec, B);
+  if (softcap_) rec.dispatch(*softcap_, softcap_bg_, (opts_.max_batch * (uint32_t)c.vocab + 255) / 256);
   rec.dispatch(*sample_, sample_bg_, B);
 }
 
@@ -540,11 +715,14 @@ void Forward::recordPrefillChunk(gpu::Recorder& rec, uint32_t tokens, bool last,
   for (const auto& L : layers_) {
     if (L.full) {
       const AttnOps& a = *L.attn;
-      a.pnorm.record(rec, tokens);
+      if (a.pnorm_used) a.pnorm.record(rec, tokens);
+      if (L.pn_mlp) L.pn_mlp->record(rec, tokens);  // parallel block: the MLP's norm of the layer's input
       a.pqkv.record(rec, tokens);
+      if (a.qkvn) rec.dispatch(*a.qkvn->kernel, a.qkvn->pbg, tokens, 3);
       rec.dispatch(*a.pprep, a.pprep_bg, c.n_heads + c.n_kv_heads, tokens);
       rec.dispatch(*a.pattn, a.pattn_bg, a.pattn_gx, tokens, a.pattn_gz);
       a.po.record(rec, tokens);
+      if (L.pn_attn_out) L.pn_attn_out->record(rec, tokens);
     } else {
       const GdnOps& g = *L.gdn;
       g.pnorm.record(rec, tokens);
@@ -553,14 +731,17 @@ void Forward::recordPrefillChunk(gpu::Recorder& rec, uint32_t tokens, bool last,
       g.pmix.record(rec, tokens);
       g.pout.record(rec, tokens);
     }
-    L.ppost.record(rec, tokens);
+    if (L.ppost_used) L.ppost.record(rec, tokens);
     L.pup.record(rec, tokens);
     L.pdown.record(rec, tokens);
+    if (L.pn_mlp_out) L.pn_mlp_out->record(rec, tokens);
   }
   if (!last) return;
   const uint64_t H4 = (uint64_t)c.hidden * 4;
   rec.copy(phidden_, (tokens - 1) * H4, plast_, 0, H4);
+  if (pn_final_) pn_final_->record(rec, 1);
   plm_head_.record(rec);
+  if (psoftcap_) rec.dispatch(*psoftcap_, psoftcap_bg_, ((uint32_t)c.vocab + 255) / 256);
   rec.dispatch(*psample_, psample_bg_, 1);
   // The first generated token and the row's counters (active, generated, token; finish) go to the decode row.
   rec.copy(prows_, 2 * 4, rows_, ((uint64_t)decode_row * kRowWords + 2) * 4, 3 * 4);

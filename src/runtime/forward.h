@@ -25,6 +25,7 @@
 #include "runtime/page_cache.h"
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace ewgpu {
@@ -121,6 +122,11 @@ class Forward {
   const gpu::Buffer& prefillHidden() const { return phidden_; }  // [chunk, H] (tests)
 
  private:
+  // olmo2's whole-projection q/k norm (qkv_norm.wgsl) into qkvn_ / pqkvn_, decode and prefill.
+  struct QkvNormOps {
+    const gpu::Kernel* kernel = nullptr;
+    gpu::BindGroup bg, pbg;
+  };
   struct AttnOps {
     kernels::GemvOp qkv, o;
     const gpu::Kernel* attn = nullptr;  // decode: q/k norm + RoPE + KV store fused in (attention.wgsl FUSED)
@@ -133,6 +139,8 @@ class Forward {
     const gpu::Kernel *pprep = nullptr, *pattn = nullptr;
     gpu::BindGroup pprep_bg, pattn_bg;
     uint32_t pattn_gx = 0, pattn_gz = 1;  // prefill grid x and z: HQ and 1, or ceil(HQ / 4) and 2 (attention_cpu)
+    bool pnorm_used = true;  // false: no input norm (olmo2), or the parallel block's norm op runs instead
+    std::optional<QkvNormOps> qkvn;
   };
   struct GdnOps {
     kernels::GemvOp in, out;
@@ -150,6 +158,11 @@ class Forward {
     kernels::GemvOp up, down;
     kernels::RmsNormOp ppost;
     kernels::GemmOp pup, pdown;
+    // The families beyond llama / qwen (docs/architectures.md): norm dispatches where the GEMV's fused RMSNorm
+    // prologue cannot express the layer (LayerNorm, a parallel block, post-norms added to the residual), decode
+    // (n_*) and prefill (pn_*). n_mlp runs before the attention in a parallel block.
+    std::optional<kernels::RmsNormOp> n_in, n_mlp, n_attn_out, n_mlp_out, pn_mlp, pn_attn_out, pn_mlp_out;
+    bool ppost_used = true;  // ppost is the prefill's pre-MLP norm (false: none, or pn_mlp before the attention)
   };
 
   Forward(gpu::Context& ctx, const GpuModel& m, const ForwardOptions& o) : ctx_(ctx), model_(m), opts_(o) {}
@@ -172,7 +185,15 @@ class Forward {
       prep_;
   gpu::Buffer prows_, pmeta_, pids_, pparams_, pout_, plogits_, phidden_, pnormed_, pqkv_, pproj_, pq_, pmix_, pact_,
       pprep_, plast_;
-  gpu::Buffer rope_;
+  gpu::Buffer rope_, rope_local_;  // RoPE tables [ctx, R]: every layer's, and gemma3's sliding layers' (other base)
+  // The families beyond llama / qwen: normed activations, a branch output before its post-norm, olmo2's normed
+  // q|k|v (decode [B, .], prefill [T, .]), the last prefill row normed, and a meta word holding 1.
+  gpu::Buffer normed_, normed2_, branch_, qkvn_, pnormed2_, pbranch_, pqkvn_, plastn_, one_;
+  std::optional<kernels::RmsNormOp> n_final_, pn_final_;
+  const gpu::Kernel* softcap_ = nullptr;  // gemma2's final-logit soft-cap (softcap.wgsl), decode and prefill
+  gpu::BindGroup softcap_bg_, psoftcap_bg_;
+  const gpu::Kernel* psoftcap_ = nullptr;
+  const gpu::Buffer& ropeOf(int layer) const;
   std::vector<gpu::Buffer> kc_, vc_, conv_state_, state_;  // per layer (empty where not used)
   std::vector<LayerOps> layers_;
   std::vector<std::pair<const gpu::Kernel*, gpu::BindGroup>> embed_, pembed_;

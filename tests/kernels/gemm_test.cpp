@@ -140,6 +140,8 @@ std::string describe(const Case& c) {
 }
 
 double silu(double v) { return v / (1.0 + std::exp(-v)); }
+double geluErf(double v) { return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))); }
+double geluTanh(double v) { return 0.5 * v * (1.0 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))); }
 
 void runCase(const Case& c) {
   SCOPED_TRACE(describe(c));
@@ -148,7 +150,7 @@ void runCase(const Case& c) {
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   HostWeight h = randomWeight(c.fmt, c.N, c.K, rng);
   const uint32_t max_tokens = c.T + 3;  // rows T..T+2 are dispatched but must stay untouched
-  bool swiglu = c.epi == Epilogue::kSwiGlu;
+  bool swiglu = gatedEpilogue(c.epi);
   uint32_t cols = swiglu ? c.N / 2 : c.N;
 
   std::vector<float> x((size_t)max_tokens * c.K), bias(c.N), y0((size_t)max_tokens * cols);
@@ -216,8 +218,9 @@ void runCase(const Case& c) {
         double mg, mu;
         double g = dot(o, mg) + (c.bias ? bias[o] : 0), up = dot(I + o, mu) + (c.bias ? bias[I + o] : 0);
         if (c.bias) mg += std::abs(bias[o]), mu += std::abs(bias[I + o]);
-        ref = silu(g) * up;
-        tol = 1e-4 * (1.1 * mg * std::abs(up) + std::abs(silu(g)) * mu) + 1e-30;
+        const double act = c.epi == Epilogue::kGeGlu ? geluTanh(g) : silu(g);
+        ref = act * up;
+        tol = 1e-4 * (1.1 * mg * std::abs(up) + std::abs(act) * mu) + 1e-30;
       } else {
         double mag;
         ref = dot(o, mag);
@@ -228,6 +231,10 @@ void runCase(const Case& c) {
           mag += std::abs(r);
         }
         tol = 1e-4 * mag + 1e-30;
+        if (c.epi == Epilogue::kGelu || c.epi == Epilogue::kGeluTanh) {  // |gelu'| ≤ 1.13; erf's own error 1.5e-7
+          ref = c.epi == Epilogue::kGelu ? geluErf(ref) : geluTanh(ref);
+          tol = 1.13 * tol + 2e-7 * std::abs(ref) + 1e-6;
+        }
       }
       if (!(std::abs(got - ref) <= tol) && ++bad <= 5)
         ADD_FAILURE() << "t=" << t << " col=" << o << " got " << got << " want " << ref << " tol " << tol;
@@ -241,16 +248,20 @@ const WeightFormat kFormats[] = {WeightFormat::kQ4F16, WeightFormat::kQ4F32, Wei
 
 // Every format x epilogue x bias, with T cycling through 1, 7, 65, N off the tile size, two chunks for the
 // plain epilogues with bias, and K multiples of 32 (q4, q0) or 80 / 120 / 96 (q3; 96 pads its last group of 40).
+// The GELU / GeGLU epilogues (gemma, gpt_neox, phi) on the q4 and q0 formats.
 TEST(Gemm, EveryFormatEpilogueAndBiasMatchesTheReference) {
   const uint32_t Ts[] = {1, 7, 65};
   int i = 0;
   for (WeightFormat f : kFormats) {
-    for (Epilogue e : {Epilogue::kStore, Epilogue::kResidualAdd, Epilogue::kSwiGlu}) {
+    for (Epilogue e : {Epilogue::kStore, Epilogue::kResidualAdd, Epilogue::kSwiGlu, Epilogue::kGeGlu, Epilogue::kGelu,
+                       Epilogue::kGeluTanh}) {
+      const bool family = e == Epilogue::kGeGlu || e == Epilogue::kGelu || e == Epilogue::kGeluTanh;
+      if (family && (isQ3(f) || f == WeightFormat::kQ4F32)) continue;
       for (bool b : {false, true}) {
         uint32_t T = Ts[i % 3];
         uint32_t K = isQ3(f) ? (uint32_t[]){80, 120, 96}[i % 3] : (uint32_t[]){96, 64, 160}[i % 3];
-        uint32_t N = e == Epilogue::kSwiGlu ? 2 * 37 : 72 + 8 * (i % 4);
-        uint32_t split = e == Epilogue::kSwiGlu || !b ? 0 : 40;  // two chunks where bias[ROW_OFFSET + n] matters
+        uint32_t N = gatedEpilogue(e) ? 2 * 37 : 72 + 8 * (i % 4);
+        uint32_t split = gatedEpilogue(e) || !b ? 0 : 40;  // two chunks where bias[ROW_OFFSET + n] matters
         runCase({f, e, b, T, N, K, split, {}});
         ++i;
       }

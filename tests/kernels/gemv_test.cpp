@@ -27,6 +27,15 @@ double q8RowBound(const PackedWeights& pw, uint32_t r, const std::vector<double>
 }
 
 // SwiGLU's output bound from its halves' (|silu'| ≤ 1.1): |Δ(silu(g)·u)| ≤ 1.1·Eg·(|u| + Eu) + |silu(g)|·Eu.
+// Epilogue codes (kernels/linear.h): 2 SwiGLU and 5 GeGLU are gated; 3 / 4 GELU (erf / tanh) after the bias.
+bool gatedEpi(uint32_t e) { return e == 2 || e == 5; }
+double geluTanh(double v) { return 0.5 * v * (1.0 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))); }
+double gateAct(uint32_t e, double g) { return e == 5 ? geluTanh(g) : g / (1 + std::exp(-g)); }
+double plainAct(uint32_t e, double v) {
+  if (e == 3) return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+  return e == 4 ? geluTanh(v) : v;
+}
+
 double swigluBound(double g, double u, double eg, double eu) {
   return 1.1 * eg * (std::abs(u) + eu) + std::abs(g / (1 + std::exp(-g))) * eu;
 }
@@ -67,7 +76,7 @@ void runCase(const Case& c, uint32_t seed) {
   for (auto& v : x) v = nd(rng);
   for (auto& v : nw) v = 1.0f + 0.3f * nd(rng);
   for (auto& v : bias) v = nd(rng);
-  const uint32_t out_w = c.epi == 2 ? c.n / 2 : c.n;
+  const uint32_t out_w = gatedEpi(c.epi) ? c.n / 2 : c.n;
   const uint32_t y_stride = out_w + 3;  // exercise the stride
   y0.assign((size_t)c.batch * y_stride, 0.f);
   for (auto& v : y0) v = nd(rng);
@@ -88,14 +97,14 @@ void runCase(const Case& c, uint32_t seed) {
     };
     for (uint32_t r = 0; r < out_w; ++r) {
       double& o = want[b * y_stride + r];
-      if (c.epi == 2) {
+      if (gatedEpi(c.epi)) {
         double g = rowdot(r), u = rowdot(r + c.n / 2);
-        o = g / (1 + std::exp(-g)) * u;
+        o = gateAct(c.epi, g) * u;
         bound[b * y_stride + r] = swigluBound(g, u, q8RowBound(pw, r, step), q8RowBound(pw, r + c.n / 2, step));
       } else {
         bound[b * y_stride + r] = q8RowBound(pw, r, step);
         double v = rowdot(r) + (c.bias ? bias[r] : 0.0);
-        o = c.epi == 1 ? o + v : v;
+        o = c.epi == 1 ? o + v : plainAct(c.epi, v);
       }
     }
   }
@@ -241,7 +250,7 @@ void runBatchCase(const BatchCase& c, uint32_t seed) {
   std::normal_distribution<float> nd;
   PackedWeights pw = randomWeights(c.qfmt, c.n, c.k, rng);
   const uint32_t x_stride = c.k + 4;  // exercise the stride
-  const uint32_t out_w = c.epi == 2 ? c.n / 2 : c.n, y_stride = out_w + 3;
+  const uint32_t out_w = gatedEpi(c.epi) ? c.n / 2 : c.n, y_stride = out_w + 3;
   std::vector<float> x((size_t)c.batch * x_stride), nw(c.k), bias(c.n), y0((size_t)c.batch * y_stride);
   for (auto& v : x) v = nd(rng);
   for (auto& v : nw) v = 1.0f + 0.3f * nd(rng);
@@ -262,13 +271,13 @@ void runBatchCase(const BatchCase& c, uint32_t seed) {
     };
     for (uint32_t r = 0; r < out_w; ++r) {
       double& o = want[b * y_stride + r];
-      if (c.epi == 2) {
+      if (gatedEpi(c.epi)) {
         double g = rowdot(r), u = rowdot(r + c.n / 2);
-        o = g / (1 + std::exp(-g)) * u;
+        o = gateAct(c.epi, g) * u;
         bound[b * y_stride + r] = swigluBound(g, u, q8RowBound(pw, r, step), q8RowBound(pw, r + c.n / 2, step));
       } else {
         double v = rowdot(r) + (c.bias ? bias[r] : 0.0);
-        o = c.epi == 1 ? o + v : v;
+        o = c.epi == 1 ? o + v : plainAct(c.epi, v);
         bound[b * y_stride + r] = q8RowBound(pw, r, step);
       }
     }
@@ -353,6 +362,19 @@ TEST(GemvOp, SingleRowEveryEpilogue) {
       SCOPED_TRACE("qfmt " + std::to_string(q) + " epi " + std::to_string(epi));
       runBatchCase({q, 2 * 37, 96, 1, epi, epi != 1, epi == 0, {1}}, seed++);
       runBatchCase({q, 2 * 70, 544, 1, epi, true, epi != 2, {1}}, seed++);
+    }
+}
+
+// The GELU / GeGLU epilogues (gemma, gpt_neox, phi) through gemv.wgsl and GemvOp (one row: gemv.wgsl or, on CPU
+// adapters, linear_cpu.wgsl; three rows: gemv_batch.wgsl), with the norm prologue and bias.
+TEST(GemvOp, GeluAndGeGluEpilogues) {
+  uint32_t seed = 700;
+  for (int q : {0, 2})
+    for (uint32_t epi : {3u, 4u, 5u}) {
+      SCOPED_TRACE("qfmt " + std::to_string(q) + " epi " + std::to_string(epi));
+      runCase({q, 34, 96, 1, epi, true, epi != 5}, seed++);
+      runBatchCase({q, 2 * 37, 96, 1, epi, true, epi != 5, {1}}, seed++);
+      runBatchCase({q, 2 * 37, 96, 3, epi, false, epi != 5, {3, 2}}, seed++);
     }
 }
 

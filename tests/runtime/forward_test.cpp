@@ -137,7 +137,9 @@ TEST_P(ForwardVsReference, Int8ActivationsCloseToReference) {
 }
 
 std::string name(const ::testing::TestParamInfo<Param>& i) {
-  return std::string(archName(i.param.arch)) + "_" + std::string(quantName(i.param.quant));
+  std::string a(archName(i.param.arch));
+  std::replace(a.begin(), a.end(), '-', '_');  // gtest names: phi-msft -> phi_msft
+  return a + "_" + std::string(quantName(i.param.quant));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllArchitectures, ForwardVsReference,
@@ -150,6 +152,19 @@ INSTANTIATE_TEST_SUITE_P(AllArchitectures, ForwardVsReference,
                                            Param{Arch::kQwen3_5, Quant::kQ4F16_1},
                                            Param{Arch::kQwen3_5, Quant::kQ4F32_1},
                                            Param{Arch::kQwen3_5, Quant::kQ0F16}),
+                         name);
+
+// The families beyond llama / qwen (docs/architectures.md): LayerNorm, GeGLU / GELU MLPs, parallel blocks, post-norms,
+// soft-caps, per-layer windows shorter than the 45-token prompt, LongRoPE and YaRN switching inside it. Their own
+// CTest (forward_families_test) so they run beside AllArchitectures.
+INSTANTIATE_TEST_SUITE_P(Families, ForwardVsReference,
+                         ::testing::Values(Param{Arch::kGemma, Quant::kQ4F16_1}, Param{Arch::kGemma2, Quant::kQ4F16_1},
+                                           Param{Arch::kGemma2, Quant::kQ0F16}, Param{Arch::kGemma3, Quant::kQ4F16_1},
+                                           Param{Arch::kPhi3, Quant::kQ4F16_1}, Param{Arch::kOlmo2, Quant::kQ4F16_1},
+                                           Param{Arch::kStableLm, Quant::kQ4F16_1},
+                                           Param{Arch::kGptNeox, Quant::kQ4F16_1}, Param{Arch::kPhi, Quant::kQ4F16_1},
+                                           Param{Arch::kPhi, Quant::kQ4F32_1},
+                                           Param{Arch::kMinistral3, Quant::kQ4F16_1}),
                          name);
 
 }  // namespace
