@@ -35,6 +35,7 @@ int runMakeTiny(const MakeTinyFlags& a) {
     spec.arch = *arch;
   }
   if (!a.quant.empty()) spec.quant = *quantFromName(a.quant);
+  else if (spec.arch == Arch::kBert) spec.quant = Quant::kQ0F32;  // the only format bert folders come in
   for (auto [flag, field] : {std::pair{&a.hidden, &spec.hidden}, {&a.layers, &spec.n_layers},
                              {&a.intermediate, &spec.intermediate}, {&a.heads, &spec.n_heads},
                              {&a.kv_heads, &spec.n_kv_heads}, {&a.head_dim, &spec.head_dim}, {&a.vocab, &spec.vocab}})
@@ -74,8 +75,8 @@ Registration reg{
        app.add_option("OUT_DIR", f->out_dir, "the folder to write")->required();
        app.add_option("--tokenizer", f->tokenizer, "the tokenizer.json to copy (sets the vocabulary)")->required();
        app.add_option("--arch", f->arch, "architecture (default llama, or the shape's)")
-           ->check(CLI::IsMember({"llama", "mistral", "qwen2", "qwen3", "qwen3_5", "qwen3_5_text"}));
-       app.add_option("--quant", f->quant, "quantization (default q4f16_1)")
+           ->check(CLI::IsMember({"llama", "mistral", "qwen2", "qwen3", "qwen3_5", "qwen3_5_text", "bert"}));
+       app.add_option("--quant", f->quant, "quantization (default q4f16_1; q0f32 for bert)")
            ->check(CLI::IsMember({"q0f32", "q0f16", "q4f16_1", "q4f32_1", "q3f16_1"}));
        app.add_option("--shape", f->shape, "real dimensions of a model (random weights)")
            ->check(CLI::IsMember({"qwen3-0.6b", "llama-3.2-1b", "qwen2.5-1.5b", "qwen3.5-0.8b", "qwen3.5-2b"}));

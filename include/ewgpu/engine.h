@@ -144,6 +144,14 @@ struct ChatCompletionJob {
 };
 using ChatCompletionHandle = std::shared_ptr<const ChatCompletionJob>;
 
+// The OpenAI embeddings shape, verbatim JSON (docs/api.md "embeddings"): the {object: "list", data, model, usage}
+// object, or {"error": ...} when the GPU failed.
+struct EmbeddingsJob {
+  std::shared_ptr<Pending<nlohmann::json>> response;
+  const nlohmann::json& wait() const { return response->wait(); }
+};
+using EmbeddingsHandle = std::shared_ptr<const EmbeddingsJob>;
+
 class Engine {
  public:
   // Creates the engine and its threads. No GPU work happens until the first load() or probe().
@@ -193,6 +201,15 @@ class Engine {
   struct Chat {
     ChatCompletions completions;
   } chat;
+  // embeddings.create: OpenAI's embeddings request JSON in ({input, model?}; input a string, strings, or token
+  // ids), the response JSON out, for an embedding model (bert). BAD_REQUEST / CONTEXT_TOO_LONG name the field;
+  // a chat model named here, or an embedding model given to chat.completions, is BAD_REQUEST {field: "model"}.
+  // The work runs on the engine's driver thread between scheduler steps; the call itself never waits.
+  struct Embeddings {
+    Result<EmbeddingsHandle> create(const nlohmann::json& request);
+    Engine* engine = nullptr;
+  } embeddings;
+
   // The /v1/completions shape (a raw prompt, no template).
   Result<ChatCompletionHandle> createCompletion(const nlohmann::json& request,
                                                 std::function<void(const nlohmann::json& chunk)> on_chunk = {});

@@ -183,7 +183,10 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineOptions opts) {
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
-Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) { chat.completions.engine = this; }
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
+  chat.completions.engine = this;
+  embeddings.engine = this;
+}
 
 Engine::~Engine() {
   Impl& m = *impl_;
@@ -261,6 +264,37 @@ struct LoadRun {
   bool cancelled() const { return p->closing.load() || (lo.cancel && lo.cancel->load()); }
 };
 
+// An embedding model on the driver thread: its Encoder (weights and ops) instead of a Forward and an Executor.
+// It is resident but not in the scheduler: embeddings requests run as driver commands (engine_embeddings.cpp).
+void loadEncoderOnDriver(Engine::Impl& p, LoadRun& L, std::shared_ptr<ModelAssets> assets, ModelFolder& folder) {
+  Status st = p.ensureContext();
+  if (!st) return L.fail(std::move(st).error());
+  L.progress("upload", 0.85);
+  const auto t_up = std::chrono::steady_clock::now();
+  auto enc = Encoder::create(*p.ctx, folder);
+  if (!enc) return L.fail(std::move(enc).error());
+  L.stages["upload"] = msSince(t_up);
+  assets->context = (*enc)->maxSequence();
+  Resident r;
+  r.info = {L.id, assets->dir, assets->config.model_type, std::string(quantName(assets->config.quant)),
+            assets->context, (uint32_t)assets->config.vocab, 0, (*enc)->weightBytes(), msSince(L.t0), L.stages};
+  r.encoder = std::move(*enc);
+  r.assets = assets;
+  r.folder = std::make_unique<ModelFolder>(std::move(folder));
+  r.keep = L.lo.keep_resident;
+  ModelInfo info = r.info;
+  {
+    std::lock_guard<std::mutex> lk(p.mu);
+    p.models.emplace(L.id, std::move(r));
+    p.loading.erase(L.id);
+    if (p.current_model.empty()) p.current_model = L.id;
+  }
+  p.evictIdleExcept(L.id);
+  L.progress("ready", 1);
+  p.event("model.ready", {{"model", L.id}, {"load_ms", info.load_ms}, {"stages", info.load_ms_by_stage}});
+  L.finish(std::move(info));
+}
+
 void Engine::Impl::runLoad(const std::string& source, LoadOptions lo, std::shared_ptr<Pending<Result<ModelInfo>>> out) {
   auto run = std::make_shared<LoadRun>(LoadRun{this, lo.id, lo, out});
   LoadRun& L = *run;
@@ -333,6 +367,7 @@ void Engine::Impl::runLoad(const std::string& source, LoadOptions lo, std::share
     std::unique_ptr<RowBackend> exec;
     Status st;
     uint64_t weight_bytes = 0;
+    if (assets->config.isEmbedding()) return loadEncoderOnDriver(*this, L, assets, *shared_folder);
     if (opts.backend_factory) {
       auto b = opts.backend_factory(assets->dir, assets->config, assets->tokenizer);
       if (!b) return L.fail(std::move(b).error());
@@ -561,6 +596,17 @@ EngineState Engine::state() const {
     m.folder = it->second.assets->dir;
     m.keep_resident = it->second.keep;
     m.current = m.id == impl_->current_model;
+  }
+  for (const auto& [id, r] : impl_->models) {  // embedding models: resident, not in the scheduler
+    if (!r.encoder) continue;
+    ModelState m;
+    m.id = id;
+    m.status = "ready";
+    m.folder = r.assets->dir;
+    m.keep_resident = r.keep;
+    m.current = id == impl_->current_model;
+    m.context_window = r.assets->context;
+    s.models.push_back(m);
   }
   for (const auto& [id, stage] : impl_->loading) {
     ModelState m;

@@ -10,6 +10,7 @@
 #include "grammar/vocabulary.h"
 #include "model/gpu_model.h"
 #include "model/model_folder.h"
+#include "runtime/encoder.h"
 #include "runtime/executor.h"
 #include "runtime/forward.h"
 #include "tokenizer/conv_template.h"
@@ -26,6 +27,7 @@ struct Resident {
   std::unique_ptr<ModelFolder> folder;
   std::unique_ptr<GpuModel> model;
   std::unique_ptr<Forward> forward;
+  std::unique_ptr<Encoder> encoder;  // embedding models (bert) instead of forward: not in the scheduler
   bool keep = false;
   ModelInfo info;
 };
@@ -88,6 +90,7 @@ struct Engine::Impl {
   Result<PreparedJob> prepare(const CompletionRequest& req) const;
   Result<CompletionHandle> submit(PreparedJob job, std::function<void(const Chunk&)> on_chunk,
                                   std::function<void(const CompletionResult&)> on_done);
+  Result<EmbeddingsHandle> embeddingsCreate(const nlohmann::json& body);  // engine_embeddings.cpp
   Result<ChatCompletionHandle> openaiCreate(const nlohmann::json& body, bool chat,
                                             std::function<void(const nlohmann::json&)> on_chunk);
 };

@@ -36,6 +36,11 @@ uint32_t systemPrefixTokens(const ModelAssets& a, const CompletionRequest& req, 
 }
 
 Result<JobSpec> prepareJob(const ModelAssets& a, const CompletionRequest& req, const PrepareOptions& o) {
+  if (a.config.isEmbedding())
+    return makeError(ErrorCode::kBadRequest,
+                     "model: " + a.id + " is an embedding model (" + a.config.model_type +
+                         "); use embeddings.create, not completions",
+                     {{"field", "model"}, {"model", a.id}, {"model_type", a.config.model_type}});
   std::vector<int32_t> ids;
   const char* prompt_field = "messages";
   if (req.prompt && !req.messages.empty()) return badField("prompt", "give either prompt or messages, not both");

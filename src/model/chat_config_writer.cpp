@@ -43,6 +43,26 @@ json chatmlLike(const std::string& name, const std::string& system, const std::s
           {"use_function_calling", false}};
 }
 
+// MLC's BertConfig fields (bert_model.py) after its __post_init__: context_window_size from HF
+// max_position_embeddings, head_dim and prefill_chunk_size filled in.
+json bertModelConfigFields(const ModelConfig& c) {
+  return {{"vocab_size", c.vocab},
+          {"hidden_size", c.hidden},
+          {"num_hidden_layers", c.n_layers},
+          {"num_attention_heads", c.n_heads},
+          {"intermediate_size", c.intermediate},
+          {"hidden_act", c.hidden_act.empty() ? std::string("gelu") : c.hidden_act},
+          {"layer_norm_eps", shortFloat(c.layer_norm_eps)},
+          {"context_window_size", c.context_window},
+          {"prefill_chunk_size", c.prefill_chunk},
+          {"tensor_parallel_shards", 1},
+          {"type_vocab_size", c.type_vocab},
+          {"pad_token_id", 0},
+          {"position_offset", 0},
+          {"head_dim", c.head_dim},
+          {"max_batch_size", 4}};
+}
+
 // The model_config fields MLC's config classes write for the families beyond llama / qwen (docs/architectures.md),
 // on top of the common ones.
 void familyFields(const ModelConfig& c, json& m) {
@@ -114,6 +134,7 @@ void familyFields(const ModelConfig& c, json& m) {
 }
 
 json modelConfigFields(const ModelConfig& c) {
+  if (c.arch == Arch::kBert) return bertModelConfigFields(c);
   json m = {{"hidden_size", c.hidden},
             {"intermediate_size", c.intermediate},
             {"num_attention_heads", c.n_heads},
@@ -228,6 +249,8 @@ std::string_view defaultConvTemplateName(Arch a) {
       return "qwen3";
     case Arch::kQwen3_5:
       return "qwen3_5_nothink";
+    case Arch::kBert:
+      return "LM";
     default:
       return "chatml";
   }
@@ -248,7 +271,7 @@ json mlcChatConfigJson(const ModelConfig& c) {
       }
   json stops = conv.is_object() ? conv.value("stop_token_ids", json::array()) : json::array();
   json prefix = conv.is_object() ? conv.value("system_prefix_token_ids", json()) : json();
-  return {{"version", "0.1.0"},
+  json doc = {{"version", "0.1.0"},
           {"model_type", c.model_type.empty() ? std::string(archName(c.arch)) : c.model_type},
           {"quantization", quantName(c.quant)},
           {"model_config", modelConfigFields(c)},
@@ -276,6 +299,11 @@ json mlcChatConfigJson(const ModelConfig& c) {
           {"bos_token_id", prefix.is_array() && !prefix.empty() ? prefix[0] : json(1)},
           {"eos_token_id", stops.size() == 1 ? stops[0] : stops},
           {"model_task", "chat"}};
+  if (c.arch == Arch::kBert) {
+    doc["model_task"] = "embedding";
+    doc["embedding_metadata"] = {{"model_type", "encoder"}, {"pooling_strategy", "cls"}, {"normalize", c.embedding_normalize}};
+  }
+  return doc;
 }
 
 }  // namespace ewgpu

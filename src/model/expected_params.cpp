@@ -84,7 +84,37 @@ void addLinearAttention(const ModelConfig& c, const std::string& p, ParamList& o
   out.matrix(la + "out_proj", H, nv * vd);
 }
 
+// BERT (MLC's BertModel, python/mlc_llm/model/bert/bert_model.py): three embeddings, a LayerNorm (weight + bias)
+// after them and after each residual add, every Linear with a bias, q|k|v fused into one `qkv` (rows q, k, v:
+// bert_loader.py concatenates HF query, key, value along axis 0). No final norm, no lm_head.
+ParamList buildBertList(const ModelConfig& c) {
+  ParamList out(c);
+  const int64_t H = c.hidden, I = c.intermediate;
+  out.matrix("embeddings.word_embeddings", c.vocab, H, true);
+  out.matrix("embeddings.position_embeddings", c.context_window, H, true);
+  out.matrix("embeddings.token_type_embeddings", c.type_vocab, H, true);
+  out.vector("embeddings.LayerNorm.weight", H);
+  out.vector("embeddings.LayerNorm.bias", H);
+  auto linear = [&](const std::string& module, int64_t rows, int64_t cols) {
+    out.matrix(module, rows, cols);
+    out.vector(module + ".bias", rows);
+  };
+  for (int i = 0; i < c.n_layers; ++i) {
+    const std::string p = "encoder.layer." + std::to_string(i) + ".";
+    linear(p + "attention.self.qkv", 3 * H, H);
+    linear(p + "attention.output.dense", H, H);
+    out.vector(p + "attention.output.LayerNorm.weight", H);
+    out.vector(p + "attention.output.LayerNorm.bias", H);
+    linear(p + "intermediate.dense", I, H);
+    linear(p + "output.dense", H, I);
+    out.vector(p + "output.LayerNorm.weight", H);
+    out.vector(p + "output.LayerNorm.bias", H);
+  }
+  return out;
+}
+
 ParamList buildList(const ModelConfig& c) {
+  if (c.arch == Arch::kBert) return buildBertList(c);
   ParamList out(c);
   const ModelNames m = modelNames(c);
   out.matrix(m.embed, c.vocab, c.hidden, true);

@@ -16,6 +16,7 @@ constexpr std::pair<Arch, std::string_view> kArchNames[] = {
     {Arch::kQwen3, "qwen3"}, {Arch::kQwen3_5, "qwen3_5"}, {Arch::kGemma, "gemma"}, {Arch::kGemma2, "gemma2"},
     {Arch::kGemma3, "gemma3_text"}, {Arch::kPhi3, "phi3"}, {Arch::kOlmo2, "olmo2"}, {Arch::kStableLm, "stablelm"},
     {Arch::kGptNeox, "gpt_neox"}, {Arch::kPhi, "phi-msft"}, {Arch::kMinistral3, "ministral3"},
+    {Arch::kBert, "bert"},
 };
 constexpr std::pair<Quant, std::string_view> kQuantNames[] = {
     {Quant::kQ4F16_1, "q4f16_1"}, {Quant::kQ4F32_1, "q4f32_1"}, {Quant::kQ0F16, "q0f16"},
@@ -437,6 +438,49 @@ Status parseRuntime(const FieldReader& f, const nlohmann::json& j, const std::st
   return {};
 }
 
+// model_type "bert" (MLC's BertConfig, python/mlc_llm/model/bert/bert_model.py): its own fields instead of
+// parseDims/parseArchFlags. context_window_size is the number of position embeddings (MLC falls back to HF
+// max_position_embeddings when converting; both are read here). Only q0f32 (the WebLLM catalogue's format) and
+// hidden_act "gelu" are accepted.
+Status parseBertConfig(const FieldReader& f, const nlohmann::json& j, const std::string& file, ModelConfig& c) {
+  if (c.quant != Quant::kQ0F32) return fieldError(file, "quantization", "unsupported", "is not q0f32 (bert runs q0f32 only)");
+  EWGPU_ASSIGN(c.hidden, f.positive("hidden_size", 1 << 20));
+  EWGPU_ASSIGN(c.intermediate, f.positive("intermediate_size", 1 << 22));
+  EWGPU_ASSIGN(c.n_layers, f.positive("num_hidden_layers", 1 << 12));
+  EWGPU_ASSIGN(c.n_heads, f.positive("num_attention_heads", 1 << 12));
+  EWGPU_ASSIGN(c.vocab, f.positive("vocab_size", 1 << 24));
+  c.n_kv_heads = c.n_heads;
+  EWGPU_ASSIGN(c.head_dim, f.integer("head_dim", c.hidden / c.n_heads, 1, 1 << 14, true));
+  if (c.head_dim * c.n_heads != c.hidden)
+    return fieldError(file, "head_dim", "bad_value", "times num_attention_heads is not hidden_size");
+  EWGPU_ASSIGN(c.type_vocab, f.integer("type_vocab_size", 2, 1, 1 << 12, true));
+  double eps;
+  EWGPU_ASSIGN(eps, f.number("layer_norm_eps", std::nullopt, 0, 1, true));
+  c.layer_norm_eps = (float)eps;
+  const nlohmann::json* act = f.find("hidden_act");
+  if (!act) return fieldError(file, "hidden_act", "missing_field", "is missing");
+  if (!act->is_string()) return fieldError(file, "hidden_act", "wrong_type", "is not a string");
+  c.hidden_act = act->get<std::string>();
+  if (c.hidden_act != "gelu") return fieldError(file, "hidden_act", "unsupported", "is not gelu");
+  const char* ctxName = f.find("context_window_size") ? "context_window_size" : "max_position_embeddings";
+  EWGPU_ASSIGN(c.context_window, f.positive(ctxName, 1 << 20));
+  EWGPU_ASSIGN(c.prefill_chunk, f.integer("prefill_chunk_size", c.context_window, 0, 1 << 20, true));
+  c.active_vocab = c.vocab;
+  c.tokenizer_info = nlohmann::json::object();
+  if (auto it = j.find("conv_template"); it != j.end()) c.conv_template = *it;
+  if (auto it = j.find("embedding_metadata"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) return fieldError(file, "embedding_metadata", "wrong_type", "is not an object");
+    FieldReader meta(kNoObject, *it, file, "embedding_metadata.");
+    EWGPU_ASSIGN(c.embedding_normalize, meta.boolean("normalize", true));
+    if (auto p = it->find("pooling_strategy"); p != it->end() && !p->is_null() && *p != "cls")
+      return fieldError(file, "embedding_metadata.pooling_strategy", "unsupported", "is not \"cls\"");
+  }
+  if (auto it = j.find("tokenizer_files"); it != j.end() && it->is_array())
+    for (const auto& s : *it)
+      if (s.is_string()) c.tokenizer_files.push_back(s.get<std::string>());
+  return {};
+}
+
 }  // namespace
 
 std::string_view archName(Arch a) {
@@ -544,6 +588,10 @@ static Result<ModelConfig> parseModelConfigUnchecked(const nlohmann::json& j, co
     fields = &merged;
   }
   FieldReader f(*fields, j, path);
+  if (c.arch == Arch::kBert) {
+    EWGPU_TRY(parseBertConfig(f, j, path, c));
+    return c;
+  }
   EWGPU_TRY(parseDims(f, c));
   EWGPU_TRY(parseArchFlags(f, path, c));
   EWGPU_TRY(parseRuntime(f, j, path, c));

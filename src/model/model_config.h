@@ -17,6 +17,7 @@ namespace ewgpu {
 enum class Arch {
   kLlama, kMistral, kQwen2, kQwen3, kQwen3_5,
   kGemma, kGemma2, kGemma3, kPhi3, kOlmo2, kStableLm, kGptNeox, kPhi, kMinistral3,
+  kBert,  // encoder (embedding model), issue 17
 };
 // How a decoder layer normalises (docs/architectures.md): RMSNorm (stored weight as a plain multiplier; the (1 + w)
 // of gemma and qwen3_5 is baked in by the converters), or LayerNorm with a bias (stablelm, gpt_neox, phi).
@@ -138,6 +139,15 @@ struct ModelConfig {
   double attnScale() const { return attn_scale > 0 ? attn_scale : 1.0 / std::sqrt((double)head_dim); }
   int rotaryDim() const;                  // int(head_dim * partial_rotary_factor)
   int linearConvDim() const { return 2 * lin_k_heads * lin_k_dim + lin_v_heads * lin_v_dim; }  // C
+
+  // BERT (encoder, model_task "embedding") only; see parseBertConfig in model_config.cpp. A bert config also
+  // fills hidden, intermediate, n_layers, n_heads (= n_kv_heads), head_dim, vocab, context_window (the
+  // position-embedding rows) and prefill_chunk.
+  int type_vocab = 0;             // token_type_embeddings rows (type_vocab_size, default 2; type 0 is used)
+  float layer_norm_eps = 1e-12f;  // every LayerNorm
+  std::string hidden_act;         // "gelu" (exact, erf) is the only one the engine runs
+  bool embedding_normalize = true;  // L2-normalise the pooled vector (embedding_metadata.normalize, default true)
+  bool isEmbedding() const { return arch == Arch::kBert; }
 };
 
 // Parses an mlc-chat-config.json document. `path` only names the file in error details.

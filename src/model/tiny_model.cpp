@@ -278,6 +278,16 @@ ModelConfig tinyModelConfig(const TinyModelSpec& spec, int tokenizer_vocab) {
     c.full_attention_interval = spec.full_attention_interval;
     c.partial_rotary_factor = 0.25f;
   }
+  if (spec.arch == Arch::kBert) {  // MLC BertConfig dims: MHA, biases everywhere, 512 positions, 2 token types
+    c.n_kv_heads = c.n_heads;
+    c.head_dim = c.hidden / c.n_heads;
+    c.type_vocab = 2;
+    c.layer_norm_eps = 1e-12f;
+    c.hidden_act = "gelu";
+    c.context_window = c.prefill_chunk = 512;
+    if (!spec.conv_template.empty()) c.conv_template = convTemplatePreset(spec.conv_template);
+    return c;
+  }
   c.context_window = spec.shape.empty() ? 2048 : 4096;
   c.prefill_chunk = spec.shape.empty() ? 512 : 2048;
   c.sliding_window = -1;

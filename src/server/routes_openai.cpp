@@ -1,4 +1,5 @@
-// OpenAI's endpoints: POST /v1/chat/completions and /v1/completions (streamed as SSE or not), GET /v1/models
+// OpenAI's endpoints: POST /v1/chat/completions and /v1/completions (streamed as SSE or not), POST /v1/embeddings,
+// GET /v1/models
 // and /v1/models/{id}. The request shapes are parsed by src/api/openai (through Engine::chat.completions);
 // this file adds what is HTTP's: the X-Session / X-Priority headers, SSE framing with `data: [DONE]`, the
 // status of an error, and cancelling a job whose client left.
@@ -96,6 +97,27 @@ void completions(const httplib::Request& req, httplib::Response& res, Context& c
   completion(req, res, ctx, false);
 }
 
+// POST /v1/embeddings: Engine::embeddings.create, waited on here (the work runs on the engine's thread). An
+// embeddings job cannot be cancelled midway: a client that leaves only stops this handler waiting.
+void embeddings(const httplib::Request& req, httplib::Response& res, Context& ctx) {
+  auto body = parseBody(req);
+  if (!body) return sendError(res, body.error());
+  auto h = ctx.engine.embeddings.create(*body);
+  if (!h) return sendError(res, h.error());
+  EmbeddingsHandle job = *h;
+  const int fd = clientSocket(req);
+  const json* r = nullptr;
+  while (!(r = job->response->waitFor(ctx.opts.disconnect_poll_ms))) {
+    if (peerClosed(fd) || ctx.stopping) {
+      if (!ctx.stopping) ctx.metrics.disconnects++;
+      return;  // the result is dropped when it comes
+    }
+  }
+  if (r->contains("error")) return sendJson(res, openai::httpStatus(makeError(codeOf(*r), "")), *r);
+  countUsage(ctx, *r);
+  sendJson(res, 200, *r);
+}
+
 json modelObject(const ModelState& m, int64_t created) {
   return {{"id", m.id},
           {"object", "model"},
@@ -130,6 +152,7 @@ void getModel(const httplib::Request& req, httplib::Response& res, Context& ctx)
 std::vector<Route> openaiRoutes() {
   return {{{"POST", "/v1/chat/completions"}, "/v1/chat/completions", chatCompletions},
           {{"POST", "/v1/completions"}, "/v1/completions", completions},
+          {{"POST", "/v1/embeddings"}, "/v1/embeddings", embeddings},
           {{"GET", "/v1/models"}, "/v1/models", listModels},
           {{"GET", "/v1/models/{id}"}, R"(/v1/models/([^/]+))", getModel}};
 }

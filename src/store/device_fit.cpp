@@ -69,7 +69,6 @@ bool isSupportedArch(const std::string& a) { return archRunnable(a); }
 std::span<const ArchGap> notYetRunnableArchs() {
   static constexpr ArchGap kGaps[] = {
       {"phi3_v", "a vision-language model: image input is not implemented"},
-      {"bert", "an embedding model: embeddings are not implemented yet"},
       {"gemma4", "not in mlc-llm's model registry: its layout is unknown"},
   };
   return kGaps;

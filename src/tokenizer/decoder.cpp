@@ -22,6 +22,22 @@ void replaceAll(std::string& s, std::string_view from, std::string_view to) {
   s.swap(out);
 }
 
+// HF WordPiece decoder, per token: a continuation ("##ing") loses its prefix, any other token gets a space in
+// front (the whole text's first space is stripped afterwards, see stripStart_); then, with cleanup, the
+// tokenization-space cleanup (" ." -> ".", " n't" -> "n't", ...). Differs from HF only for a continuation as the
+// very first token, which HF leaves with its prefix.
+void wordPiecePiece(std::string& piece, const std::string& prefix, bool cleanup) {
+  if (!prefix.empty() && piece.rfind(prefix, 0) == 0)
+    piece.erase(0, prefix.size());
+  else
+    piece.insert(0, 1, ' ');
+  if (!cleanup) return;
+  constexpr std::pair<std::string_view, std::string_view> kCleanup[] = {
+      {" .", "."},     {" ?", "?"},     {" !", "!"},   {" ,", ","},     {" ' ", "'"},    {" n't", "n't"},
+      {" 'm", "'m"},   {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+  for (auto [from, to] : kCleanup) replaceAll(piece, from, to);
+}
+
 int parseByteToken(std::string_view t) {  // "<0xAB>" -> 0xAB, else -1
   if (t.size() != 6 || t.substr(0, 3) != "<0x" || t[5] != '>') return -1;
   int v = 0;
@@ -74,6 +90,11 @@ Status Decoder::collect(const nlohmann::json& j, std::vector<Step>& steps, const
     std::string scheme;
     EWGPU_ASSIGN(scheme, optString(j, "prepend_scheme", add_prefix ? "always" : "never", path));
     s.start = scheme == "never" ? 0 : 1;
+  } else if (s.type == "WordPiece") {
+    EWGPU_ASSIGN(s.pattern, optString(j, "prefix", "##", path));
+    bool cleanup = true;
+    EWGPU_ASSIGN(cleanup, optBool(j, "cleanup", true, path));
+    s.start = cleanup ? 1 : 0;
   } else if (s.type != "ByteLevel" && s.type != "ByteFallback" && s.type != "Fuse") {
     return makeError(ErrorCode::kBadRequest, "unsupported decoder type " + s.type,
                      {{"type", s.type}, {"field", join(path, "type")}, {"problem", "unsupported"}});
@@ -99,7 +120,7 @@ Result<Decoder> Decoder::fromJson(const nlohmann::json& j, const std::vector<std
       d.stripStop_ = s.stop;
       d.stripChar_ = s.content[0];
     }
-    if (s.type == "Metaspace" && s.start) {
+    if ((s.type == "Metaspace" && s.start) || s.type == "WordPiece") {
       d.stripStart_ = 1;
       d.stripChar_ = ' ';
     }
@@ -121,6 +142,8 @@ Result<Decoder> Decoder::fromJson(const nlohmann::json& j, const std::vector<std
         replaceAll(piece, s.pattern, s.content);
       } else if (s.type == "Metaspace") {
         replaceAll(piece, s.pattern, " ");
+      } else if (s.type == "WordPiece") {
+        wordPiecePiece(piece, s.pattern, s.start != 0);
       } else if (s.type == "ByteFallback") {
         const int b = parseByteToken(piece);
         if (b >= 0) {

@@ -1,5 +1,5 @@
 // The `decoder` stage of tokenizer.json: ids -> text, with skip_special_tokens = false (added tokens come
-// out verbatim). Supported: ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace and Sequence; null
+// out verbatim). Supported: ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace, WordPiece and Sequence; null
 // joins tokens with spaces as HF does.
 //
 // Everything that depends on one token only is precomputed per id into a byte "piece": the ByteLevel

@@ -127,6 +127,53 @@ void strip(std::string& text, bool left, bool right) {
   text = text.substr(b, e - b);
 }
 
+// HF BertNormalizer, in its order: clean_text (drop U+0000, U+FFFD and control characters other than \t \n \r;
+// every whitespace becomes a space), CJK ideographs padded with spaces, accents stripped (NFD, then nonspacing
+// marks Mn dropped; the text stays decomposed), lowercase.
+bool isCjk(uint32_t cp) {
+  return (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF) || (cp >= 0x20000 && cp <= 0x2A6DF) ||
+         (cp >= 0x2A700 && cp <= 0x2B73F) || (cp >= 0x2B740 && cp <= 0x2B81F) || (cp >= 0x2B920 && cp <= 0x2CEAF) ||
+         (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0x2F800 && cp <= 0x2FA1F);
+}
+
+bool isBertControl(uint32_t cp) {
+  if (cp == '\t' || cp == '\n' || cp == '\r') return false;
+  const auto cat = utf8proc_category(static_cast<utf8proc_int32_t>(cp));
+  return cat == UTF8PROC_CATEGORY_CC || cat == UTF8PROC_CATEGORY_CF || cat == UTF8PROC_CATEGORY_CN ||
+         cat == UTF8PROC_CATEGORY_CO || cat == UTF8PROC_CATEGORY_CS;
+}
+
+void bertNormalize(std::string& text, std::string& scratch, bool cleanText, bool chineseChars, bool stripAccents,
+                   bool lower) {
+  if (cleanText || chineseChars) {
+    scratch.clear();
+    for (size_t i = 0, len = 0; i < text.size(); i += len) {
+      const uint32_t cp = utf8::decodeAt(text, i, &len);
+      if (cleanText && (cp == 0 || cp == 0xFFFD || isBertControl(cp))) continue;
+      if (cleanText && isWhitespace(cp)) {
+        scratch += ' ';
+      } else if (chineseChars && isCjk(cp)) {
+        scratch += ' ';
+        utf8::append(scratch, cp);
+        scratch += ' ';
+      } else {
+        scratch.append(text, i, len);
+      }
+    }
+    text.swap(scratch);
+  }
+  if (stripAccents && !isAscii(text)) {
+    utf8procMap(text, UTF8PROC_DECOMPOSE);
+    scratch.clear();
+    for (size_t i = 0, len = 0; i < text.size(); i += len) {
+      const uint32_t cp = utf8::decodeAt(text, i, &len);
+      if (utf8proc_category(static_cast<utf8proc_int32_t>(cp)) != UTF8PROC_CATEGORY_MN) scratch.append(text, i, len);
+    }
+    text.swap(scratch);
+  }
+  if (lower) lowercase(text, scratch);
+}
+
 }  // namespace
 
 Result<Normalizer> Normalizer::fromJson(const nlohmann::json& j) {
@@ -162,6 +209,13 @@ Status Normalizer::addSteps(const nlohmann::json& j, std::vector<Step>& steps, c
     s.kind = Kind::kLowercase;
   else if (type == "StripAccents")
     s.kind = Kind::kStripAccents;
+  else if (type == "BertNormalizer") {
+    s.kind = Kind::kBert;
+    EWGPU_ASSIGN(s.cleanText, optBool(j, "clean_text", true, path));
+    EWGPU_ASSIGN(s.chineseChars, optBool(j, "handle_chinese_chars", true, path));
+    EWGPU_ASSIGN(s.lowercase, optBool(j, "lowercase", true, path));
+    EWGPU_ASSIGN(s.stripAccents, optBool(j, "strip_accents", s.lowercase, path));  // null: follows lowercase
+  }
   else if (type == "Prepend") {
     s.kind = Kind::kPrepend;
     EWGPU_ASSIGN(s.text, optString(j, "prepend", "", path));
@@ -210,6 +264,9 @@ void Normalizer::applyStep(const Step& s, std::string& text, std::string& scratc
       break;
     case Kind::kLowercase:
       lowercase(text, scratch);
+      break;
+    case Kind::kBert:
+      bertNormalize(text, scratch, s.cleanText, s.chineseChars, s.stripAccents, s.lowercase);
       break;
     case Kind::kStrip:
       strip(text, s.left, s.right);

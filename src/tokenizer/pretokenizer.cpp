@@ -111,6 +111,10 @@ Status PreTokenizer::addSteps(const nlohmann::json& j, const std::string& path) 
     EWGPU_ASSIGN(individual, optBool(j, "individual_digits", false, path));
     return addSplit(individual ? R"(\p{N})" : R"(\p{N}+)", Behavior::kIsolated, false);
   }
+  if (type == "BertPreTokenizer") {  // whitespace removed, then every punctuation character on its own
+    EWGPU_TRY(addSplit(R"(\s+)", Behavior::kRemoved, false));
+    return addSplit(kPunctuationPattern, Behavior::kIsolated, false);
+  }
   if (type == "WhitespaceSplit") return addSplit(R"(\s+)", Behavior::kRemoved, false);
   if (type == "Whitespace") return addSplit(R"(\w+|[^\w\s]+)", Behavior::kRemoved, true);
   if (type == "Punctuation") {

@@ -1,7 +1,8 @@
 // The `pre_tokenizer` stage of tokenizer.json: cuts normalized text into words that BPE sees one at a
 // time. Supported: Split (Regex or String pattern; behaviours Removed, Isolated, MergedWithPrevious,
 // MergedWithNext, Contiguous; invert), ByteLevel (add_prefix_space, use_regex with the GPT-2 pattern),
-// Metaspace, Digits, WhitespaceSplit, Whitespace, Punctuation and Sequence of these; null = one word.
+// Metaspace, Digits, WhitespaceSplit, Whitespace, Punctuation, BertPreTokenizer (whitespace removed, punctuation
+// isolated) and Sequence of these; null = one word.
 // ByteLevel's byte-to-unicode mapping is not applied here: the BPE model works on raw bytes (bpe.h).
 #pragma once
 

@@ -12,13 +12,16 @@
 #include "tokenizer/normalizer.h"
 #include "tokenizer/pretokenizer.h"
 #include "tokenizer/utf8.h"
+#include "tokenizer/wordpiece.h"
 
 namespace ewgpu {
 
 struct Tokenizer::Impl {
   Normalizer normalizer;
   PreTokenizer preTokenizer;
-  BpeModel model;
+  BpeModel model;                         // when the model is BPE
+  std::optional<WordPieceModel> wordPiece;  // when the model is WordPiece (BERT); `model` is then unused
+  std::vector<int32_t> prefixIds, suffixIds;  // post_processor's single-sequence template around the text
   Decoder decoder;
   AddedTokenMatcher rawAdded;         // added tokens with normalized = false, matched on the input
   AddedTokenMatcher normalizedAdded;  // normalized = true, matched on normalized text
@@ -83,6 +86,72 @@ Result<std::vector<AddedToken>> parseAddedTokens(const nlohmann::json& j, size_t
   return out;
 }
 
+// The post_processor's single-sequence template as the ids before and after the text: TemplateProcessing
+// (`single`: SpecialToken items around one Sequence, ids from `special_tokens`), BertProcessing / RobertaProcessing
+// (cls ... sep), or either inside a Sequence. Any other processor (ByteLevel) adds no ids.
+Status parsePostProcessor(const nlohmann::json& j, std::vector<int32_t>& prefix, std::vector<int32_t>& suffix,
+                          const std::string& path = "post_processor") {
+  using namespace tokjson;
+  if (j.is_null()) return {};
+  if (!j.is_object()) return fieldError(path, "wrong_type", "is not an object");
+  std::string type;
+  EWGPU_ASSIGN(type, optString(j, "type", "", path));
+  auto idOf = [&](const nlohmann::json& pair, const std::string& field) -> Result<int32_t> {
+    if (!pair.is_array() || pair.size() != 2 || !pair[1].is_number_integer() || pair[1].get<int64_t>() < 0 ||
+        pair[1].get<int64_t>() >= (1 << 24))
+      return fieldError(join(path, field), "wrong_type", "is not [token, id]");
+    return (int32_t)pair[1].get<int64_t>();
+  };
+  if (type == "Sequence") {
+    auto subs = optArray(j, "processors", path);
+    if (!subs) return std::move(subs).error();
+    for (size_t i = 0; i < (*subs)->size(); ++i)
+      EWGPU_TRY(parsePostProcessor((**subs)[i], prefix, suffix, index(join(path, "processors"), i)));
+    return {};
+  }
+  if (type == "BertProcessing" || type == "RobertaProcessing") {
+    const nlohmann::json* cls = find(j, "cls");
+    const nlohmann::json* sep = find(j, "sep");
+    if (!cls || !sep) return fieldError(path, "missing_field", "lacks cls or sep");
+    int32_t id = 0;
+    EWGPU_ASSIGN(id, idOf(*cls, "cls"));
+    prefix = {id};
+    EWGPU_ASSIGN(id, idOf(*sep, "sep"));
+    suffix = {id};
+    return {};
+  }
+  if (type != "TemplateProcessing") return {};
+  auto single = optArray(j, "single", path);
+  if (!single) return std::move(single).error();
+  const nlohmann::json* specials = find(j, "special_tokens");
+  std::vector<int32_t> before, after;
+  bool sawSequence = false;
+  for (size_t i = 0; i < (*single)->size(); ++i) {
+    const nlohmann::json& item = (**single)[i];
+    const std::string itemPath = index(join(path, "single"), i);
+    if (item.contains("Sequence")) {
+      sawSequence = true;
+      continue;
+    }
+    const nlohmann::json* st = find(item, "SpecialToken");
+    if (!st || !st->contains("id") || !(*st)["id"].is_string())
+      return fieldError(itemPath, "wrong_type", "is neither a Sequence nor a SpecialToken with an id");
+    const std::string name = (*st)["id"];
+    const nlohmann::json* tok = specials ? find(*specials, name.c_str()) : nullptr;
+    const nlohmann::json* ids = tok ? find(*tok, "ids") : nullptr;
+    if (!ids || !ids->is_array())
+      return fieldError(join(join(path, "special_tokens"), name), "missing_field", "has no ids");
+    for (const auto& id : *ids) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= (1 << 24))
+        return fieldError(join(join(path, "special_tokens"), name), "bad_value", "holds an id outside [0, 2^24)");
+      (sawSequence ? after : before).push_back((int32_t)id.get<int64_t>());
+    }
+  }
+  prefix = std::move(before);
+  suffix = std::move(after);
+  return {};
+}
+
 // A stage's error as INVALID_MODEL_FOLDER {file, field, problem}; the field is the stage when the stage's parser
 // named none.
 template <class T>
@@ -128,14 +197,24 @@ Result<Tokenizer> Tokenizer::fromJsonUnchecked(std::string_view text) {
   auto pre = tagged(PreTokenizer::fromJson(part("pre_tokenizer")), "pre_tokenizer");
   if (!pre.ok()) return std::move(pre).error();
   impl->preTokenizer = std::move(*pre);
-  auto model = tagged(BpeModel::fromJson(j["model"], impl->preTokenizer.byteLevel()), "model");
-  if (!model.ok()) return std::move(model).error();
-  impl->model = std::move(*model);
-  auto added = tagged(parseAddedTokens(part("added_tokens"), impl->model.idToToken().size()), "added_tokens");
+  const bool wordPiece = j["model"].is_object() && j["model"].value("type", nlohmann::json()) == "WordPiece";
+  if (wordPiece) {
+    auto wp = tagged(WordPieceModel::fromJson(j["model"]), "model");
+    if (!wp.ok()) return std::move(wp).error();
+    impl->wordPiece = std::move(*wp);
+  } else {
+    auto model = tagged(BpeModel::fromJson(j["model"], impl->preTokenizer.byteLevel()), "model");
+    if (!model.ok()) return std::move(model).error();
+    impl->model = std::move(*model);
+  }
+  const std::vector<std::string>& modelTokens = wordPiece ? impl->wordPiece->idToToken() : impl->model.idToToken();
+  Status post = parsePostProcessor(part("post_processor"), impl->prefixIds, impl->suffixIds);
+  if (!post) return tagged(Result<Tokenizer>(std::move(post).error()), "post_processor");
+  auto added = tagged(parseAddedTokens(part("added_tokens"), modelTokens.size()), "added_tokens");
   if (!added.ok()) return std::move(added).error();
   impl->added = std::move(*added);
 
-  impl->tokens = impl->model.idToToken();
+  impl->tokens = modelTokens;
   for (const auto& a : impl->added) {
     if (impl->tokens.size() <= static_cast<size_t>(a.id)) impl->tokens.resize(a.id + 1);
     impl->tokens[a.id] = a.content;
@@ -151,6 +230,11 @@ Result<Tokenizer> Tokenizer::fromJsonUnchecked(std::string_view text) {
   impl->vocabSize = static_cast<int32_t>(impl->tokens.size());
   impl->special.assign(impl->tokens.size(), false);
   for (const auto& a : impl->added) impl->special[a.id] = a.special;
+  for (const auto* ids : {&impl->prefixIds, &impl->suffixIds})
+    for (int32_t id : *ids)
+      if (id >= impl->vocabSize)
+        return fieldLoadError(file, "post_processor", "bad_value", "post_processor names id " + std::to_string(id) +
+                                                                       ", outside the vocabulary");
 
   auto decoder = tagged(Decoder::fromJson(part("decoder"), impl->tokens), "decoder");
   if (!decoder.ok()) return std::move(decoder).error();
@@ -180,7 +264,10 @@ Result<Tokenizer> Tokenizer::fromFile(const std::filesystem::path& path) {
 void Tokenizer::Impl::encodeNormalized(std::string_view text, bool firstSection, std::vector<int32_t>& ids) const {
   Words& words = tWorkspace.words;
   preTokenizer.split(text, firstSection, words);
-  for (size_t i = 0; i < words.spans.size(); ++i) model.tokenizeWord(words.word(i), ids);
+  if (wordPiece)
+    for (size_t i = 0; i < words.spans.size(); ++i) wordPiece->tokenizeWord(words.word(i), ids);
+  else
+    for (size_t i = 0; i < words.spans.size(); ++i) model.tokenizeWord(words.word(i), ids);
 }
 
 void Tokenizer::Impl::encodeText(std::string_view text, bool firstSection, std::vector<int32_t>& ids) const {
@@ -229,6 +316,22 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
   return ids;
 }
 
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool addSpecialTokens) const {
+  std::vector<int32_t> body = encode(text);
+  if (!addSpecialTokens || !impl_ || (impl_->prefixIds.empty() && impl_->suffixIds.empty())) return body;
+  std::vector<int32_t> ids = impl_->prefixIds;
+  ids.insert(ids.end(), body.begin(), body.end());
+  ids.insert(ids.end(), impl_->suffixIds.begin(), impl_->suffixIds.end());
+  return ids;
+}
+
+std::span<const int32_t> Tokenizer::specialPrefix() const {
+  return impl_ ? std::span<const int32_t>(impl_->prefixIds) : std::span<const int32_t>();
+}
+std::span<const int32_t> Tokenizer::specialSuffix() const {
+  return impl_ ? std::span<const int32_t>(impl_->suffixIds) : std::span<const int32_t>();
+}
+
 std::string Tokenizer::decode(std::span<const int32_t> ids) const {
   if (!impl_) return {};
   return impl_->decoder.decode(ids);
@@ -239,7 +342,7 @@ int32_t Tokenizer::vocabSize() const { return impl_ ? impl_->vocabSize : 0; }
 std::optional<int32_t> Tokenizer::tokenToId(std::string_view token) const {
   if (!impl_) return std::nullopt;
   if (auto it = impl_->addedIds.find(token); it != impl_->addedIds.end()) return it->second;
-  const auto& v = impl_->model.tokenToId();
+  const auto& v = impl_->wordPiece ? impl_->wordPiece->tokenToId() : impl_->model.tokenToId();
   if (auto it = v.find(token); it != v.end()) return it->second;
   return std::nullopt;
 }

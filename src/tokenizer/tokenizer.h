@@ -1,6 +1,7 @@
-// Tokenizer: a HF-tokenizers `tokenizer.json` (BPE model) used the way MLC-LLM and WebLLM use it:
-// encode with add_special_tokens = false (no BOS/EOS added; special-token text in the input still becomes
-// its id), decode with skip_special_tokens = false.
+// Tokenizer: a HF-tokenizers `tokenizer.json` (BPE model, or WordPiece for BERT) used the way MLC-LLM and WebLLM
+// use it: encode with add_special_tokens = false for chat (no BOS/EOS added; special-token text in the input
+// still becomes its id), decode with skip_special_tokens = false. Embedding inputs are encoded with
+// add_special_tokens = true: the post_processor's single-sequence template ([CLS] ... [SEP]) around the ids.
 //
 // encode: bytes -> (invalid UTF-8 replaced by U+FFFD, maximal subparts) -> split on added tokens ->
 //         normalizer -> pre-tokenizer -> BPE per word -> ids.
@@ -32,6 +33,11 @@ class Tokenizer {
   static Result<Tokenizer> fromJson(std::string_view json);
 
   std::vector<int32_t> encode(std::string_view text) const;
+  // With addSpecialTokens, the post_processor's ids before and after (TemplateProcessing `single`,
+  // BertProcessing); the same as encode(text) for a tokenizer without such a post_processor.
+  std::vector<int32_t> encode(std::string_view text, bool addSpecialTokens) const;
+  std::span<const int32_t> specialPrefix() const;  // those ids before the text ([CLS]); may be empty
+  std::span<const int32_t> specialSuffix() const;  // and after it ([SEP])
   std::string decode(std::span<const int32_t> ids) const;
 
   // One more than the largest id of the model vocab and the added tokens.
