@@ -75,11 +75,15 @@ Registration reg{
        app.add_option("OUT_DIR", f->out_dir, "the folder to write")->required();
        app.add_option("--tokenizer", f->tokenizer, "the tokenizer.json to copy (sets the vocabulary)")->required();
        app.add_option("--arch", f->arch, "architecture (default llama, or the shape's)")
-           ->check(CLI::IsMember({"llama", "mistral", "qwen2", "qwen3", "qwen3_5", "qwen3_5_text", "bert"}));
+           ->check(CLI::IsMember([] {
+             std::vector<std::string> names = runnableArchNames();  // every architecture the engine runs
+             names.push_back("qwen3_5_text");
+             return names;
+           }()));
        app.add_option("--quant", f->quant, "quantization (default q4f16_1; q0f32 for bert)")
            ->check(CLI::IsMember({"q0f32", "q0f16", "q4f16_1", "q4f32_1", "q3f16_1"}));
        app.add_option("--shape", f->shape, "real dimensions of a model (random weights)")
-           ->check(CLI::IsMember({"qwen3-0.6b", "llama-3.2-1b", "qwen2.5-1.5b", "qwen3.5-0.8b", "qwen3.5-2b"}));
+           ->check(CLI::IsMember(shapePresetNames()));
        app.add_option("--seed", f->seed, "seed of the random weights")->check(bounded<uint64_t>(0, UINT64_MAX));
        const auto dim = bounded(1, 1 << 20);
        app.add_option("--hidden", f->hidden, "hidden size (default 64)")->check(dim);

@@ -216,13 +216,13 @@ bool familyTinyConfig(const TinyModelSpec& spec, ModelConfig& c) {
   }
 }
 
-nlohmann::json presetNames() {
-  nlohmann::json names = nlohmann::json::array();
-  for (const Preset& p : kPresets) names.push_back(std::string(p.name));
+}  // namespace
+
+std::vector<std::string> shapePresetNames() {
+  std::vector<std::string> names;
+  for (const Preset& p : kPresets) names.emplace_back(p.name);
   return names;
 }
-
-}  // namespace
 
 Status applyShapePreset(TinyModelSpec& spec, std::string_view shape) {
   for (const Preset& p : kPresets) {
@@ -244,7 +244,7 @@ Status applyShapePreset(TinyModelSpec& spec, std::string_view shape) {
     return {};
   }
   return makeError(ErrorCode::kBadRequest, "unknown shape preset " + std::string(shape),
-                   {{"shape", std::string(shape)}, {"known", presetNames()}});
+                   {{"shape", std::string(shape)}, {"known", shapePresetNames()}});
 }
 
 ModelConfig tinyModelConfig(const TinyModelSpec& spec, int tokenizer_vocab) {

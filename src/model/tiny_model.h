@@ -55,6 +55,7 @@ struct TinyModelSpec {
 // "gemma-2-2b", "gemma3-1b", "olmo-2-1b", "stablelm-2-1.6b" (sets arch too).
 // BAD_REQUEST for an unknown name.
 Status applyShapePreset(TinyModelSpec& spec, std::string_view shape);
+std::vector<std::string> shapePresetNames();  // the names applyShapePreset knows
 
 // The ModelConfig a spec describes, for a tokenizer of `tokenizer_vocab` ids.
 ModelConfig tinyModelConfig(const TinyModelSpec& spec, int tokenizer_vocab);
