@@ -23,15 +23,16 @@ engine and the CPU reference with these logits: a converter mapping error shows 
 
 import argparse
 import importlib.util
-import math
 import sys
 from pathlib import Path
 
 import numpy as np
 
-_spec = importlib.util.spec_from_file_location("q35", Path(__file__).with_name("qwen35_transformers_reference.py"))
-q35 = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(q35)
+_spec = importlib.util.spec_from_file_location("llama_family",
+                                               Path(__file__).with_name("llama_family_transformers_reference.py"))
+llama_family = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(llama_family)
+q35 = llama_family.q35
 
 D = dict(vocab=256, hidden=64, intermediate=128, layers=2, heads=4, kv_heads=2, head_dim=16)
 WINDOW = 24
@@ -115,15 +116,7 @@ def build_model(transformers, torch, arch, seed):
     cfg_name, model_name, kw, _ = arch_specs()[arch]
     Config, Model = getattr(transformers, cfg_name), getattr(transformers, model_name)
     cfg = Config(**kw)
-    cfg._attn_implementation = "eager"
-    torch.manual_seed(seed)
-    model = Model(cfg).float().eval()
-    with torch.no_grad():
-        for _, p in model.named_parameters():
-            if p.ndim == 1:
-                p.add_(torch.randn_like(p) * 0.3)
-            else:
-                p.normal_(0.0, 0.5 / math.sqrt(p.shape[1]))
+    model = llama_family.random_model(torch, cfg, Model, seed)
     print(f"{arch}: {sum(p.numel() for p in model.parameters())} parameters; config "
           f"{ {k: v for k, v in cfg.to_dict().items() if 'rope' in k or 'window' in k or 'layer_types' in k or 'softcap' in k} }")
     print(f"{arch}: parameters {[n for n, _ in model.named_parameters()][:14]} ...")
@@ -148,20 +141,6 @@ def emulate_stored(original, quant, offset_norms):
     return out
 
 
-def write_reference(path, arch, quant, prompt, n_prefill, full, decode, torch, transformers, seed):
-    import json
-    path.mkdir(parents=True, exist_ok=True)
-    ref = {"prompt_ids": [int(t) for t in prompt], "n_prefill": n_prefill,
-           "full_logits_last": q35.rows_json(full[n_prefill:]), "decode_logits": q35.rows_json(decode),
-           "max_abs_logit": float(np.abs(full).max()), "arch": arch, "quant": quant,
-           "transformers": transformers.__version__, "torch": torch.__version__, "seed": seed,
-           "weights_source": "emulated",
-           "note": "transformers fp32 on CPU on the converter's rounding of the weights (families script)"}
-    with open(path / "reference.json", "w", encoding="utf-8") as f:
-        json.dump(ref, f)
-    print(f"[{arch}/{quant}] wrote {path / 'reference.json'}")
-
-
 def run_arch(torch, transformers, arch, args, prompt, n_prefill):
     offset_norms = arch_specs()[arch][3]
     model = build_model(transformers, torch, arch, args.seed)
@@ -181,8 +160,10 @@ def run_arch(torch, transformers, arch, args, prompt, n_prefill):
         scale, d_decode = q35.report_consistency(full, decode, prefill, n_prefill, f"{arch}/{quant}")
         if d_decode > 1e-4 * scale:
             print(f"WARNING {arch}/{quant}: transformers' decode disagrees with its full forward ({d_decode:.3g})")
-        write_reference(Path(args.out) / arch / quant, arch, quant, prompt, n_prefill, full, decode, torch,
-                        transformers, args.seed)
+        llama_family.write_reference(Path(args.out) / arch / quant, arch, quant, prompt, n_prefill, full, decode,
+                                     torch, transformers, args.seed,
+                                     note="transformers fp32 on CPU on the converter's rounding of the weights "
+                                          "(families script)")
 
 
 def main():

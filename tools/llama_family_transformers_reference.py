@@ -58,6 +58,20 @@ def parse_args():
     return args
 
 
+def random_model(torch, cfg, Model, seed):
+    """An fp32 eager-attention model of `cfg` with sensitive random weights: 1-D + N(0, 0.3), 2-D N(0, 0.5/sqrt(in))."""
+    cfg._attn_implementation = "eager"
+    torch.manual_seed(seed)
+    model = Model(cfg).float().eval()
+    with torch.no_grad():
+        for _, p in model.named_parameters():
+            if p.ndim == 1:
+                p.add_(torch.randn_like(p) * 0.3)
+            else:
+                p.normal_(0.0, 0.5 / math.sqrt(p.shape[1]))
+    return model
+
+
 def build_model(transformers, torch, arch, seed):
     spec = ARCHS[arch]
     Config, Model = (getattr(transformers, name) for name in spec["classes"])
@@ -69,16 +83,7 @@ def build_model(transformers, torch, arch, seed):
         kw["head_dim"] = D["head_dim"]
     if arch == "qwen3":
         kw["attention_bias"] = False
-    cfg = Config(**kw)
-    cfg._attn_implementation = "eager"
-    torch.manual_seed(seed)
-    model = Model(cfg).float().eval()
-    with torch.no_grad():
-        for _, p in model.named_parameters():
-            if p.ndim == 1:
-                p.add_(torch.randn_like(p) * 0.3)
-            else:
-                p.normal_(0.0, 0.5 / math.sqrt(p.shape[1]))
+    model = random_model(torch, Config(**kw), Model, seed)
     names = [n for n, _ in model.named_parameters()]
     assert ("lm_head.weight" in names) == (not spec["tie"]), names
     assert any(n.endswith("q_proj.bias") for n in names) == spec["bias"], names
@@ -149,16 +154,16 @@ def verify_emulation(hf_root, mlc_root, archs, quants):
                 q35.fail(f"{arch}/{quant}: the folder does not hold the emulated values")
 
 
-def write_reference(path, arch, quant, prompt, n_prefill, full, decode, torch, transformers, seed):
+def write_reference(path, arch, quant, prompt, n_prefill, full, decode, torch, transformers, seed,
+                    note="transformers fp32 on CPU on the converter's rounding of the weights (checked with "
+                         "--verify-emulation against the committed folder)"):
     import json
     path.mkdir(parents=True, exist_ok=True)
     ref = {"prompt_ids": [int(t) for t in prompt], "n_prefill": n_prefill,
            "full_logits_last": q35.rows_json(full[n_prefill:]), "decode_logits": q35.rows_json(decode),
            "max_abs_logit": float(np.abs(full).max()), "arch": arch, "quant": quant,
            "transformers": transformers.__version__, "torch": torch.__version__, "seed": seed,
-           "weights_source": "emulated",
-           "note": "transformers fp32 on CPU on the converter's rounding of the weights (checked with "
-                   "--verify-emulation against the committed folder)"}
+           "weights_source": "emulated", "note": note}
     with open(path / "reference.json", "w", encoding="utf-8") as f:
         json.dump(ref, f)
     print(f"[{arch}/{quant}] wrote {path / 'reference.json'}")

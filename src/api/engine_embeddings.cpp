@@ -13,18 +13,8 @@ Result<EmbeddingsHandle> Engine::Impl::embeddingsCreate(const nlohmann::json& bo
   std::shared_ptr<const ModelAssets> assets;
   {
     std::lock_guard<std::mutex> lk(mu);
+    EWGPU_ASSIGN(assets, residentAssets(model));
     if (model.empty()) model = current_model;
-    if (model.empty()) return makeError(ErrorCode::kNoModel, "no model is loaded (load one first)", {{"field", "model"}});
-    auto it = models.find(model);
-    if (it == models.end()) {
-      if (loading.count(model))
-        return makeError(ErrorCode::kNoModel, "model " + model + " is still loading", {{"field", "model"}, {"model", model}});
-      nlohmann::json ids = nlohmann::json::array();
-      for (const auto& [id, r] : models) ids.push_back(id);
-      return makeError(ErrorCode::kUnknownModel, "model " + model + " is not loaded",
-                       {{"field", "model"}, {"model", model}, {"resident", ids}});
-    }
-    assets = it->second.assets;
   }
   auto req = prepareEmbeddings(*assets, body);
   if (!req) return std::move(req).error();

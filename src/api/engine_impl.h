@@ -88,6 +88,9 @@ struct Engine::Impl {
 
   // Requests (engine_requests.cpp).
   Result<PreparedJob> prepare(const CompletionRequest& req) const;
+  // The resident model a request names ("" = the current one): NO_MODEL (none, or still loading) or UNKNOWN_MODEL
+  // (not loaded, listing the resident ones), both naming the field "model". Called with mu held.
+  Result<std::shared_ptr<const ModelAssets>> residentAssets(const std::string& requested) const;
   Result<CompletionHandle> submit(PreparedJob job, std::function<void(const Chunk&)> on_chunk,
                                   std::function<void(const CompletionResult&)> on_done);
   Result<EmbeddingsHandle> embeddingsCreate(const nlohmann::json& body);  // engine_embeddings.cpp

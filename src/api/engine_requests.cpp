@@ -29,23 +29,26 @@ std::string randomHex(size_t n) {
 
 }  // namespace
 
+Result<std::shared_ptr<const ModelAssets>> Engine::Impl::residentAssets(const std::string& requested) const {
+  const std::string model = requested.empty() ? current_model : requested;
+  if (model.empty()) return makeError(ErrorCode::kNoModel, "no model is loaded (load one first)", {{"field", "model"}});
+  auto it = models.find(model);
+  if (it == models.end()) {
+    if (loading.count(model))
+      return makeError(ErrorCode::kNoModel, "model " + model + " is still loading", {{"field", "model"}, {"model", model}});
+    nlohmann::json ids = nlohmann::json::array();
+    for (const auto& [id, r] : models) ids.push_back(id);
+    return makeError(ErrorCode::kUnknownModel, "model " + model + " is not loaded",
+                     {{"field", "model"}, {"model", model}, {"resident", ids}});
+  }
+  return it->second.assets;
+}
+
 Result<PreparedJob> Engine::Impl::prepare(const CompletionRequest& req) const {
   PreparedJob job;
   {
     std::lock_guard<std::mutex> lk(mu);
-    const std::string model = req.model.empty() ? current_model : req.model;
-    if (model.empty())
-      return makeError(ErrorCode::kNoModel, "no model is loaded (load one first)", {{"field", "model"}});
-    auto it = models.find(model);
-    if (it == models.end()) {
-      if (loading.count(model))
-        return makeError(ErrorCode::kNoModel, "model " + model + " is still loading", {{"field", "model"}, {"model", model}});
-      nlohmann::json ids = nlohmann::json::array();
-      for (const auto& [id, r] : models) ids.push_back(id);
-      return makeError(ErrorCode::kUnknownModel, "model " + model + " is not loaded",
-                       {{"field", "model"}, {"model", model}, {"resident", ids}});
-    }
-    job.assets = it->second.assets;
+    EWGPU_ASSIGN(job.assets, residentAssets(req.model));
   }
   EWGPU_ASSIGN(job.spec, prepareJob(*job.assets, req, PrepareOptions{opts.default_max_tokens, randomSeed()}));
   return job;
