@@ -89,7 +89,10 @@ std::string archBlocker(const std::string& arch) {
 
 std::string notRunnableReason(const CatalogEntry& e) {
   if (!isSupportedArch(e.arch)) return archBlocker(e.arch);
-  if (!e.webllm_model_type.empty() && e.webllm_model_type != "LLM") return "a " + e.webllm_model_type + " model, not a text LLM";
+  if (!e.webllm_model_type.empty() && e.webllm_model_type != "LLM") {  // bert: embeddings.create, not chat
+    const bool vowel = std::string("aeiouAEIOU").find(e.webllm_model_type[0]) != std::string::npos;
+    return std::string(vowel ? "an " : "a ") + e.webllm_model_type + " model (" + e.arch + "), not a text LLM";
+  }
   return "";
 }
 
