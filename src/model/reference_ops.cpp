@@ -181,19 +181,11 @@ void ropeNeox(std::span<float> vec, int head_dim, const RopeSpec& r, int64_t pos
 
 void ropeNeox(std::span<float> vec, int head_dim, int rotary_dim, int64_t pos, double theta,
               const std::optional<Llama3Scaling>& scaling) {
-  assert(head_dim > 0 && vec.size() % head_dim == 0 && rotary_dim <= head_dim);
-  const std::vector<double> inv = ropeInvFreq(rotary_dim, theta, scaling);
-  const int half = rotary_dim / 2;
-  for (size_t base = 0; base < vec.size(); base += head_dim) {
-    float* x = vec.data() + base;
-    for (int i = 0; i < half; ++i) {
-      const double angle = (double)pos * inv[i];
-      const double c = std::cos(angle), s = std::sin(angle);
-      const double a = x[i], b = x[i + half];
-      x[i] = (float)(a * c - b * s);
-      x[i + half] = (float)(b * c + a * s);
-    }
-  }
+  RopeSpec r;
+  r.rotary_dim = rotary_dim;
+  r.theta = theta;
+  r.llama3 = scaling;
+  ropeNeox(vec, head_dim, r, pos);
 }
 
 std::vector<float> causalAttention(std::span<const float> q, std::span<const float> k_cache,

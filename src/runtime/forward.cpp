@@ -183,6 +183,19 @@ uint32_t Forward::rowsThatFit(const ModelConfig& c, uint32_t context, uint64_t w
   return 0;
 }
 
+// A norm op over `rows` rows (meta[0]: the decode's active-rows word, or the prefill meta): LayerNorm for the
+// pre-norms of LayerNorm models, RMSNorm added into `out` for post-norms (add), RMSNorm otherwise.
+Result<kernels::RmsNormOp> Forward::familyNorm(const gpu::Buffer& x, const gpu::Buffer& w, const gpu::Buffer* b,
+                                               const gpu::Buffer& out, const gpu::Buffer& meta, uint32_t rows,
+                                               bool add) const {
+  const ModelConfig& c = model_.config;
+  kernels::RmsNormOp::Mode m;
+  m.layer = c.norm == NormKind::kLayer && !add;
+  m.bias = b;
+  m.add = add;
+  return kernels::RmsNormOp::create(ctx_, x, w, out, meta, c.hidden, c.rms_eps, rows, m);
+}
+
 const gpu::Buffer& Forward::ropeOf(int layer) const {
   return rope_local_.handle() && model_.config.ropeThetaOf(layer) != model_.config.rope_theta ? rope_local_ : rope_;
 }
@@ -335,16 +348,6 @@ Status Forward::createDecodeOps() {
                         {"GATED", gated ? 1 : 0}, {"PAGED", 1}, {"PAGE", kPageTokens}, {"MAXP", pps_},
                         {"PT", kRowWords}};
   const bool ln = c.norm == NormKind::kLayer;
-  // A norm op over the decode rows (the active-rows word is its row count): LayerNorm for pre-norms of LN models,
-  // RMSNorm added into `out` for post-norms.
-  auto rowNorm = [&](const gpu::Buffer& x, const gpu::Buffer& w, const gpu::Buffer* b, const gpu::Buffer& out,
-                     const gpu::Buffer& meta, uint32_t rows, bool add) {
-    kernels::RmsNormOp::Mode m;
-    m.layer = ln && !add;
-    m.bias = b;
-    m.add = add;
-    return kernels::RmsNormOp::create(ctx_, x, w, out, meta, c.hidden, c.rms_eps, rows, m);
-  };
   for (int l = 0; l < c.n_layers; ++l) {
     const GpuLayer& L = model_.layers[l];
     LayerOps ops;
@@ -355,7 +358,7 @@ Status Forward::createDecodeOps() {
     const gpu::Buffer* in_x = &hidden_;
     const gpu::Buffer* in_norm = L.input_norm.handle() ? &L.input_norm : nullptr;
     if (in_norm && (ln || c.parallel_residual)) {
-      EWGPU_ASSIGN(ops.n_in, rowNorm(hidden_, L.input_norm, &L.input_norm_b, normed_, active_, B, false));
+      EWGPU_ASSIGN(ops.n_in, familyNorm(hidden_, L.input_norm, &L.input_norm_b, normed_, active_, B, false));
       in_x = &normed_;
       in_norm = nullptr;
     }
@@ -454,7 +457,8 @@ Status Forward::createDecodeOps() {
                             ctx_, L.o.view(), mix_, post ? branch_ : hidden_,
                             gemvCfg({post ? Epilogue::kStore : Epilogue::kResidualAdd, B, nullptr, c.rms_eps,
                                      c.n_heads * D})));
-      if (post) EWGPU_ASSIGN(ops.n_attn_out, rowNorm(branch_, L.attn_out_norm, nullptr, hidden_, active_, B, true));
+      if (post)
+        EWGPU_ASSIGN(ops.n_attn_out, familyNorm(branch_, L.attn_out_norm, nullptr, hidden_, active_, B, true));
     } else {
       ops.gdn = std::make_unique<GdnOps>();
       GdnOps& g = *ops.gdn;
@@ -478,11 +482,11 @@ Status Forward::createDecodeOps() {
       up_norm = nullptr;
       up_x = &normed_;
       if (!c.shared_norm) {
-        EWGPU_ASSIGN(ops.n_mlp, rowNorm(hidden_, L.post_norm, &L.post_norm_b, normed2_, active_, B, false));
+        EWGPU_ASSIGN(ops.n_mlp, familyNorm(hidden_, L.post_norm, &L.post_norm_b, normed2_, active_, B, false));
         up_x = &normed2_;
       }
     } else if (up_norm && ln) {
-      EWGPU_ASSIGN(ops.n_mlp, rowNorm(hidden_, L.post_norm, &L.post_norm_b, normed_, active_, B, false));
+      EWGPU_ASSIGN(ops.n_mlp, familyNorm(hidden_, L.post_norm, &L.post_norm_b, normed_, active_, B, false));
       up_x = &normed_;
       up_norm = nullptr;
     }
@@ -491,13 +495,13 @@ Status Forward::createDecodeOps() {
     const bool post = L.mlp_out_norm.handle();
     EWGPU_ASSIGN(ops.down, kernels::GemvOp::create(ctx_, L.down.view(), act_, post ? branch_ : hidden_,
                                                    gemvCfg({post ? Epilogue::kStore : Epilogue::kResidualAdd, B})));
-    if (post) EWGPU_ASSIGN(ops.n_mlp_out, rowNorm(branch_, L.mlp_out_norm, nullptr, hidden_, active_, B, true));
+    if (post) EWGPU_ASSIGN(ops.n_mlp_out, familyNorm(branch_, L.mlp_out_norm, nullptr, hidden_, active_, B, true));
     layers_.push_back(std::move(ops));
   }
   // The final norm: fused into the lm_head GEMV, or (LayerNorm) a norm op first.
   if (ln) {
-    EWGPU_ASSIGN(n_final_, rowNorm(hidden_, model_.final_norm, &model_.final_norm_b, normed_, active_, B, false));
-    EWGPU_ASSIGN(pn_final_, rowNorm(plast_, model_.final_norm, &model_.final_norm_b, plastn_, one_, 1, false));
+    EWGPU_ASSIGN(n_final_, familyNorm(hidden_, model_.final_norm, &model_.final_norm_b, normed_, active_, B, false));
+    EWGPU_ASSIGN(pn_final_, familyNorm(plast_, model_.final_norm, &model_.final_norm_b, plastn_, one_, 1, false));
   }
   EWGPU_ASSIGN(lm_head_, kernels::GemvOp::create(ctx_, model_.logitsMatrix().view(), ln ? normed_ : hidden_, logits_,
                                                  gemvCfg({Epilogue::kStore, B, ln ? nullptr : &model_.final_norm,
@@ -561,15 +565,6 @@ Status Forward::createDecodeOps() {
 Status Forward::createPrefillOps() {
   const ModelConfig& c = model_.config;
   const uint32_t T = chunk_;
-  const bool ln = c.norm == NormKind::kLayer;
-  auto tokNorm = [&](const gpu::Buffer& x, const gpu::Buffer& w, const gpu::Buffer* b, const gpu::Buffer& out,
-                     bool add) {
-    kernels::RmsNormOp::Mode m;
-    m.layer = ln && !add;
-    m.bias = b;
-    m.add = add;
-    return kernels::RmsNormOp::create(ctx_, x, w, out, pmeta_, c.hidden, c.rms_eps, T, m);
-  };
   for (int l = 0; l < c.n_layers; ++l) {
     const GpuLayer& L = model_.layers[l];
     LayerOps& ops = layers_[l];
@@ -579,12 +574,14 @@ Status Forward::createPrefillOps() {
     if (L.full_attention) {
       AttnOps& a = *ops.attn;
       a.pnorm_used = in_norm;
-      if (in_norm) EWGPU_ASSIGN(a.pnorm, tokNorm(phidden_, L.input_norm, &L.input_norm_b, pnormed_, false));
+      if (in_norm)
+        EWGPU_ASSIGN(a.pnorm, familyNorm(phidden_, L.input_norm, &L.input_norm_b, pnormed_, pmeta_, T, false));
       EWGPU_ASSIGN(a.pqkv, kernels::GemmOp::create(ctx_, L.qkv.view(), in_x, pqkv_, pmeta_, Epilogue::kStore, T));
       const bool post = L.attn_out_norm.handle();
       EWGPU_ASSIGN(a.po, kernels::GemmOp::create(ctx_, L.o.view(), pmix_, post ? pbranch_ : phidden_, pmeta_,
                                                  post ? Epilogue::kStore : Epilogue::kResidualAdd, T));
-      if (post) EWGPU_ASSIGN(ops.pn_attn_out, tokNorm(pbranch_, L.attn_out_norm, nullptr, phidden_, true));
+      if (post)
+        EWGPU_ASSIGN(ops.pn_attn_out, familyNorm(pbranch_, L.attn_out_norm, nullptr, phidden_, pmeta_, T, true));
     } else {
       GdnOps& g = *ops.gdn;
       kernels::GdnDims gd = gdnDims(c);
@@ -605,11 +602,11 @@ Status Forward::createPrefillOps() {
     ops.ppost_used = false;
     if (c.parallel_residual) {
       if (!c.shared_norm) {
-        EWGPU_ASSIGN(ops.pn_mlp, tokNorm(phidden_, L.post_norm, &L.post_norm_b, pnormed2_, false));
+        EWGPU_ASSIGN(ops.pn_mlp, familyNorm(phidden_, L.post_norm, &L.post_norm_b, pnormed2_, pmeta_, T, false));
         up_x = &pnormed2_;
       }
     } else if (L.post_norm.handle()) {
-      EWGPU_ASSIGN(ops.ppost, tokNorm(phidden_, L.post_norm, &L.post_norm_b, pnormed_, false));
+      EWGPU_ASSIGN(ops.ppost, familyNorm(phidden_, L.post_norm, &L.post_norm_b, pnormed_, pmeta_, T, false));
       ops.ppost_used = true;
     } else {
       up_x = &phidden_;
@@ -618,7 +615,7 @@ Status Forward::createPrefillOps() {
     const bool post = L.mlp_out_norm.handle();
     EWGPU_ASSIGN(ops.pdown, kernels::GemmOp::create(ctx_, L.down.view(), pact_, post ? pbranch_ : phidden_, pmeta_,
                                                     post ? Epilogue::kStore : Epilogue::kResidualAdd, T));
-    if (post) EWGPU_ASSIGN(ops.pn_mlp_out, tokNorm(pbranch_, L.mlp_out_norm, nullptr, phidden_, true));
+    if (post) EWGPU_ASSIGN(ops.pn_mlp_out, familyNorm(pbranch_, L.mlp_out_norm, nullptr, phidden_, pmeta_, T, true));
   }
   return {};
 }

@@ -194,6 +194,9 @@ class Forward {
   gpu::BindGroup softcap_bg_, psoftcap_bg_;
   const gpu::Kernel* psoftcap_ = nullptr;
   const gpu::Buffer& ropeOf(int layer) const;
+  Result<kernels::RmsNormOp> familyNorm(const gpu::Buffer& x, const gpu::Buffer& w, const gpu::Buffer* b,
+                                        const gpu::Buffer& out, const gpu::Buffer& meta, uint32_t rows,
+                                        bool add) const;
   std::vector<gpu::Buffer> kc_, vc_, conv_state_, state_;  // per layer (empty where not used)
   std::vector<LayerOps> layers_;
   std::vector<std::pair<const gpu::Kernel*, gpu::BindGroup>> embed_, pembed_;
