@@ -10,6 +10,18 @@
 // histograms) over the order-preserving u32 key of each logit, counting elements (top-k, top-n logprobs) or
 // summing fixed-point probability mass q_i = round(p_i * 2^31) (top-p). No sorting, no candidate cap.
 // Every element with key >= threshold survives, so ties at a threshold are all kept.
+//
+// PHASE 0: the whole step in one dispatch, one workgroup per row (grid B). PHASE 1..4: the same step split so that
+// the full-vocabulary passes run on NW = ceil(V / CHUNK) workgroups per row (grid (NW, B)) and the one-workgroup
+// finish (PHASE 4, grid B) walks only a short candidate list (docs/sampling.md, "The split sampler"):
+//   1: penalties, bias and mask of the chunk in place; chunk argmax; chunk top-k threshold.
+//   2: chunk sums of exp at temperature T and 1; the chunk's mass histogram over s = (l - m) / T; the chunk's best
+//      Gumbel score (temperature alone).
+//   3: the candidates, a superset of the survivors, appended to the row's list: key >= the largest chunk top-k
+//      threshold (top-k), or s in the bins whose mass reaches top_p with a margin (top-p alone); the chunk's exact
+//      fixed-point mass total (top-p alone).
+//   4: greedy, temperature alone, or the exact radix selects and draw over the candidates; the whole vocabulary
+//      again (penalties not re-applied) when the list overflowed CAP or top-n logprobs are wanted.
 
 override V: u32;                    // vocabulary size (row length of logits and counts)
 override KMAX: u32 = 1u;            // steps in the out ring per row
@@ -18,6 +30,10 @@ override WG: u32 = 256u;            // threads per workgroup (a multiple of 16; 
 override HIST_COPIES: u32 = 8u;     // private histogram copies (fewer same-address atomics)
 override WRITE_STATS: bool = false;  // tests: rows[b*8+7] = number of tokens that survived top-k/top-p
 override UNROLL: u32 = 8u;          // logits each invocation loads at once in the full-row loops (1..UMAX)
+override PHASE: u32 = 0u;           // 0: one dispatch; 1..4: the split step (header)
+override CHUNK: u32 = 2048u;        // split: tokens per workgroup (a multiple of 32)
+override NW: u32 = 1u;              // split: workgroups per row, ceil(V / CHUNK)
+override CAP: u32 = 4096u;          // split: candidates per row
 
 @group(0) @binding(0) var<storage, read_write> logits: array<f32>;  // [B, V]
 @group(0) @binding(1) var<storage, read> params: array<u32>;        // [B, 64]
@@ -25,6 +41,8 @@ override UNROLL: u32 = 8u;          // logits each invocation loads at once in t
 @group(0) @binding(3) var<storage, read_write> rows: array<u32>;    // [B, 8]
 @group(0) @binding(4) var<storage, read_write> out: array<u32>;     // [B, KMAX, 44]
 @group(0) @binding(5) var<storage, read> mask: array<u32>;         // [B, ceil(V/32)]: allowed tokens (P_MASK rows)
+@group(0) @binding(6) var<storage, read_write> scratch: array<u32>;  // split: [B, srow()] (offsets below)
+@group(0) @binding(7) var<storage, read_write> ctr: array<atomic<u32>>;  // split: [B] candidates appended
 
 const NBINS = 256u;
 const RG = 16u;  // reduction group size
@@ -80,6 +98,12 @@ var<private> g_qscale: f32;   // 2^31 / Z over the top-k survivors
 var<private> g_top_p: f32;
 var<private> g_k1: u32;       // hash keys of (seed, generated)
 var<private> g_ks: u32;
+// The domain the full-row loops walk: tokens g_lo + j for j < g_n, or candidate j of the row's list (g_cand).
+var<private> g_lo: u32;
+var<private> g_n: u32;
+var<private> g_cand: bool;
+var<private> g_cbase: u32;
+var<private> g_qtotal: u32;  // split, top-p alone: the fixed-point mass total over the vocabulary (NONE: count it)
 
 // ---- ordering keys, hashing, Exp(1) draws ----
 
@@ -107,9 +131,63 @@ fn lval(i: u32) -> f32 {
 fn load_row(i: u32) -> array<f32, UMAX> {
   var a: array<f32, UMAX>;
   for (var u = 0u; u < UNROLL; u++) {
-    a[u] = lval(min(i + u * WG, V - 1u));
+    a[u] = lval(dom_id(min(i + u * WG, g_n - 1u)));
   }
   return a;
+}
+
+// Token id of domain element j.
+fn dom_id(j: u32) -> u32 {
+  if (g_cand) {
+    return scratch[g_cbase + j];
+  }
+  return g_lo + j;
+}
+
+// ---- the split step's scratch row (u32 words): chunk maxima (key, id, top-k key, 0), best Gumbel (key, id),
+// exp sums (T, 1 as f32 bits), fixed-point mass totals, mass histograms (NB counts, NB masses), candidates.
+const NB = 64u;              // histogram bins of s = (l - m) / T: bin j holds -s in [j, j + 1) / BIN_SCALE
+const BIN_SCALE = 4.0;
+const MASS_ONE = 1048576.0;  // histogram masses: floor(exp(s) * 2^20), so a bin's mass is never over-counted
+const TOP_P_MARGIN = 1e-3;   // the candidate bins' mass must reach (top_p + margin) * Z
+fn off_gum() -> u32 { return NW * 4u; }
+fn off_z() -> u32 { return NW * 6u; }
+fn off_q() -> u32 { return NW * 8u; }
+fn off_h() -> u32 { return NW * 9u; }
+fn off_c() -> u32 { return NW * (9u + 2u * NB); }
+fn srow() -> u32 { return off_c() + CAP; }
+
+fn bin_of(s: f32) -> u32 {
+  let d = -s * BIN_SCALE;
+  if (!(d < f32(NB - 1u))) {
+    return NB - 1u;
+  }
+  return u32(d);
+}
+
+// The row's max key and lowest id among the chunk maxima.
+fn row_best(sb: u32, tid: u32) -> vec2<u32> {
+  var bk = 0u;
+  var bi = NONE;
+  for (var c = tid; c < NW; c += WG) {
+    let k = scratch[sb + 4u * c];
+    let i = scratch[sb + 4u * c + 1u];
+    if (better(k, i, bk, bi)) {
+      bk = k;
+      bi = i;
+    }
+  }
+  return reduce_argmax(bk, bi, tid);
+}
+
+// Sum of the chunks' exp sums (which = 0: temperature T, 1: temperature 1), in chunk order in every invocation,
+// so phases 3 and 4 get the same bits.
+fn zsum(sb: u32, which: u32) -> f32 {
+  var z = 0.0;
+  for (var c = 0u; c < NW; c++) {
+    z += bitcast<f32>(scratch[sb + off_z() + 2u * c + which]);
+  }
+  return z;
 }
 
 fn mix32(x0: u32) -> u32 {
@@ -276,10 +354,10 @@ fn radix_select(mode: u32, target_in: u32, tid: u32) -> u32 {
   for (var step = 0u; step < 4u; step++) {
     let shift = 24u - 8u * step;
     let mask = ~(0xFFFFFFFFu >> (8u * step));  // digits already decided
-    for (var i0 = tid; i0 < V; i0 += UNROLL * WG) {
+    for (var i0 = tid; i0 < g_n; i0 += UNROLL * WG) {
       var xs = load_row(i0);
-      for (var u = 0u; u < UNROLL && i0 + u * WG < V; u++) {
-        let i = i0 + u * WG;
+      for (var u = 0u; u < UNROLL && i0 + u * WG < g_n; u++) {
+        let i = dom_id(i0 + u * WG);
         let x = xs[u];
         let k = key_of(x);
         if ((k & mask) != prefix) {
@@ -322,6 +400,9 @@ fn radix_select(mode: u32, target_in: u32, tid: u32) -> u32 {
         for (var c = 0u; c < 16u; c++) {
           total += chunk[c];
         }
+        if (g_qtotal != NONE) {  // the split step's candidates: the total is the whole vocabulary's
+          total = g_qtotal;
+        }
         goal = top_p_target(total);
       }
       var run = above;
@@ -354,10 +435,10 @@ fn collect_top(n: u32, tn: u32, tid: u32) {
     atomicStore(&n_ties, 0u);
   }
   workgroupBarrier();
-  for (var i0 = tid; i0 < V; i0 += UNROLL * WG) {
+  for (var i0 = tid; i0 < g_n; i0 += UNROLL * WG) {
     var xs = load_row(i0);
-    for (var u = 0u; u < UNROLL && i0 + u * WG < V; u++) {
-      let i = i0 + u * WG;
+    for (var u = 0u; u < UNROLL && i0 + u * WG < g_n; u++) {
+      let i = dom_id(i0 + u * WG);
       let k = key_of(xs[u]);
       if (k > tn) {
         let s = atomicAdd(&n_above, 1u);
@@ -403,7 +484,8 @@ fn collect_top(n: u32, tn: u32, tid: u32) {
         atomicStore(&tie_min, NONE);
       }
       workgroupBarrier();
-      for (var i = tid; i < V; i += WG) {
+      for (var jd = tid; jd < g_n; jd += WG) {
+        let i = dom_id(jd);
         if ((j == 0u || i > last) && key_of(lval(i)) == tn) {
           atomicMin(&tie_min, i);
         }
@@ -443,10 +525,11 @@ fn collect_top(n: u32, tn: u32, tid: u32) {
 // ---- the step ----
 
 // A grammar row (P_MASK): every token whose bit is clear in the row's mask gets -FLT_MAX, after penalties and
-// bias, so no later pass (max, top-k, top-p, the draw, logprobs) can pick it. One invocation per mask word.
-fn apply_mask(b: u32, tid: u32) {
+// bias, so no later pass (max, top-k, top-p, the draw, logprobs) can pick it. One invocation per mask word of
+// tokens [lo, hi) (lo a multiple of 32).
+fn apply_mask(b: u32, tid: u32, lo: u32, hi: u32) {
   let words = (V + 31u) / 32u;
-  for (var w = tid; w < words; w += WG) {
+  for (var w = lo / 32u + tid; w < (hi + 31u) / 32u; w += WG) {
     let bits = mask[b * words + w];
     if (bits == 0xFFFFFFFFu) {
       continue;
@@ -462,8 +545,8 @@ fn apply_mask(b: u32, tid: u32) {
 }
 
 // Penalties on tokens seen in the prompt or generated (HF repetition; OpenAI presence/frequency on generated
-// counts only), then logit_bias; all in place.
-fn apply_penalties(st: array<u32, 72>, slot: u32, tid: u32) {
+// counts only), then logit_bias; all in place, for tokens [lo, hi).
+fn apply_penalties(st: array<u32, 72>, slot: u32, tid: u32, lo: u32, hi: u32) {
   let rep = bitcast<f32>(st[P_REP]);
   let pres = bitcast<f32>(st[P_PRES]);
   let freq = bitcast<f32>(st[P_FREQ]);
@@ -471,12 +554,12 @@ fn apply_penalties(st: array<u32, 72>, slot: u32, tid: u32) {
   let penalised = rep != 1.0 || pres != 0.0 || freq != 0.0;
   if (penalised) {
     let inv_rep = 1.0 / rep;
-    for (var i0 = tid; i0 < V; i0 += UNROLL * WG) {
+    for (var i0 = lo + tid; i0 < hi; i0 += UNROLL * WG) {
       var cs: array<u32, UMAX>;  // the counts loaded together, as load_row does for logits
       for (var u = 0u; u < UNROLL; u++) {
-        cs[u] = counts[slot * V + min(i0 + u * WG, V - 1u)];
+        cs[u] = counts[slot * V + min(i0 + u * WG, hi - 1u)];
       }
-      for (var u = 0u; u < UNROLL && i0 + u * WG < V; u++) {
+      for (var u = 0u; u < UNROLL && i0 + u * WG < hi; u++) {
         let i = i0 + u * WG;
         let c = cs[u];
         if (c == 0u) {
@@ -503,7 +586,7 @@ fn apply_penalties(st: array<u32, 72>, slot: u32, tid: u32) {
   if (tid == 0u) {
     for (var j = 0u; j < nb; j++) {
       let tok = st[P_BIAS + 2u * j];
-      if (tok < V) {
+      if (tok >= lo && tok < hi) {
         logits[g_base + tok] = lval(tok) + bitcast<f32>(st[P_BIAS + 2u * j + 1u]);
       }
     }
@@ -513,9 +596,187 @@ fn apply_penalties(st: array<u32, 72>, slot: u32, tid: u32) {
   }
 }
 
+// The split step's phases 1-3 for chunk c of row b (an active row; hist zeroed).
+fn prepass(b: u32, c: u32, p: array<u32, 72>, row: array<u32, 8>, tid: u32) {
+  let lo = c * CHUNK;
+  let hi = min(V, lo + CHUNK);
+  let sb = b * srow();
+  g_base = b * V;
+  g_lo = lo;
+  g_n = hi - lo;
+  g_cand = false;
+  g_qtotal = NONE;
+  let temperature = bitcast<f32>(p[P_TEMP]);
+  let greedy = !(temperature > 0.0);
+  g_inv_t = min(1.0 / temperature, 1e30);
+  let top_k = p[P_TOP_K];
+  let use_k = !greedy && top_k > 0u && top_k < V;
+  let top_p = bitcast<f32>(p[P_TOP_P]);
+  g_top_p = top_p;
+  let use_p = !greedy && top_p < 1.0;
+  let n_top = min(min(p[P_N_LOGPROBS], MAX_TOP), V);
+  let want_lp = p[P_WANT_LOGPROB] != 0u || n_top > 0u;
+
+  if (PHASE == 1u) {
+    if (c == 0u && tid == 0u) {
+      atomicStore(&ctr[b], 0u);
+    }
+    apply_penalties(p, row[0], tid, lo, hi);
+    if (p[P_MASK] != 0u) {
+      apply_mask(b, tid, lo, hi);
+    }
+    var bk = 0u;
+    var bi = NONE;
+    for (var i0 = tid; i0 < g_n; i0 += UNROLL * WG) {
+      var xs = load_row(i0);
+      for (var u = 0u; u < UNROLL && i0 + u * WG < g_n; u++) {
+        let k = key_of(xs[u]);
+        if (k > bk) {
+          bk = k;
+          bi = dom_id(i0 + u * WG);
+        }
+      }
+    }
+    let best = reduce_argmax(bk, bi, tid);
+    // The chunk's top-k key: the row's k-th largest is at least the largest of these (that chunk alone has k).
+    var kth = 0u;
+    if (use_k && top_k <= hi - lo) {
+      kth = radix_select(MODE_COUNT, top_k, tid);
+    }
+    if (tid == 0u) {
+      scratch[sb + 4u * c] = best.x;
+      scratch[sb + 4u * c + 1u] = best.y;
+      scratch[sb + 4u * c + 2u] = kth;
+      scratch[sb + 4u * c + 3u] = 0u;
+    }
+    return;
+  }
+
+  g_m = from_key(row_best(sb, tid).x);
+  if (greedy) {
+    return;
+  }
+  let alone = !use_k && !use_p && n_top == 0u;  // temperature alone: the draw is over every token
+
+  if (PHASE == 2u) {
+    g_k1 = mix32(p[P_SEED_LO] ^ 0x3c6ef372u);
+    let k2 = mix32(p[P_SEED_HI] ^ mix32(g_k1 ^ 0xa54ff53au));
+    g_ks = mix32(k2 ^ mix32(row[3] + 0x9e3779b9u));
+    let hist_p = use_p && !use_k;
+    var zs = 0.0;
+    var z1 = 0.0;
+    var sk = 0u;
+    var si = NONE;
+    for (var i0 = tid; i0 < g_n; i0 += UNROLL * WG) {
+      var xs = load_row(i0);
+      for (var u = 0u; u < UNROLL && i0 + u * WG < g_n; u++) {
+        let i = dom_id(i0 + u * WG);
+        let x = xs[u];
+        let sc = (x - g_m) * g_inv_t;
+        let e = exp(sc);
+        zs += e;
+        if (want_lp) {
+          z1 += exp(x - g_m);
+        }
+        if (hist_p) {
+          let j = bin_of(sc);
+          atomicAdd(&hist[j], 1u);
+          atomicAdd(&hist[NB + j], u32(e * MASS_ONE));
+        }
+        if (alone) {
+          let k = key_of(sc - log(exp_draw(i)));
+          if (k > sk) {
+            sk = k;
+            si = i;
+          }
+        }
+      }
+    }
+    let z = reduce_sum_f2(vec2<f32>(zs, z1), tid);
+    let g = reduce_argmax(sk, si, tid);
+    workgroupBarrier();
+    for (var j = tid; j < 2u * NB; j += WG) {
+      scratch[sb + off_h() + c * 2u * NB + j] = atomicLoad(&hist[j]);
+    }
+    if (tid == 0u) {
+      scratch[sb + off_z() + 2u * c] = bitcast<u32>(z.x);
+      scratch[sb + off_z() + 2u * c + 1u] = bitcast<u32>(z.y);
+      scratch[sb + off_gum() + 2u * c] = g.x;
+      scratch[sb + off_gum() + 2u * c + 1u] = g.y;
+    }
+    return;
+  }
+
+  // PHASE 3: the candidates. Top-n logprobs and temperature alone take no list.
+  if (n_top > 0u || alone) {
+    return;
+  }
+  var t0 = 0u;       // top-k: candidates have key >= t0
+  var jstar = NB;    // top-p alone: candidates have bin <= jstar
+  if (use_k) {
+    for (var cc = 0u; cc < NW; cc++) {
+      t0 = max(t0, scratch[sb + 4u * cc + 2u]);
+    }
+  } else {
+    let z = zsum(sb, 0u);
+    g_qscale = 2147483648.0 / z;
+    var qs = 0u;
+    for (var i0 = tid; i0 < g_n; i0 += UNROLL * WG) {
+      var xs = load_row(i0);
+      for (var u = 0u; u < UNROLL && i0 + u * WG < g_n; u++) {
+        qs += mass(xs[u]);
+      }
+    }
+    let q = reduce_sum_u(qs, tid);
+    // The bins' totals over the row's chunks; the first bins whose mass reaches (top_p + margin) * Z.
+    if (tid < NB) {
+      var m = 0.0;
+      for (var cc = 0u; cc < NW; cc++) {
+        m += f32(scratch[sb + off_h() + cc * 2u * NB + NB + tid]);
+      }
+      red_f[tid] = vec2<f32>(m / MASS_ONE, 0.0);
+    }
+    workgroupBarrier();
+    if (tid == 0u) {
+      scratch[sb + off_q() + c] = q;
+      let need = (top_p + TOP_P_MARGIN) * z;
+      var acc = 0.0;
+      var js = NB;
+      for (var j = 0u; j < NB; j++) {
+        acc += red_f[j].x;
+        if (acc >= need) {
+          js = j;
+          break;
+        }
+      }
+      wg_scalar = js;
+    }
+    jstar = workgroupUniformLoad(&wg_scalar);
+  }
+  for (var i0 = tid; i0 < g_n; i0 += UNROLL * WG) {
+    var xs = load_row(i0);
+    for (var u = 0u; u < UNROLL && i0 + u * WG < g_n; u++) {
+      let x = xs[u];
+      var take = false;
+      if (use_k) {
+        take = key_of(x) >= t0;
+      } else {
+        take = jstar >= NB || bin_of((x - g_m) * g_inv_t) <= jstar;
+      }
+      if (take) {
+        let at = atomicAdd(&ctr[b], 1u);
+        if (at < CAP) {
+          scratch[sb + off_c() + at] = dom_id(i0 + u * WG);
+        }
+      }
+    }
+  }
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
-  let b = wid.x;
+  let pre = PHASE >= 1u && PHASE <= 3u;
+  let b = select(wid.x, wid.y, pre);
   for (var j = tid; j < 72u; j += WG) {
     if (j < 64u) {
       wg_state[j] = params[b * 64u + j];
@@ -528,6 +789,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   }
   let p = workgroupUniformLoad(&wg_state);  // p[0..64) params, p[64..72) row state
   let row = array<u32, 8>(p[64], p[65], p[66], p[67], p[68], p[69], p[70], p[71]);
+  if (pre) {
+    if (row[2] != 0u) {
+      prepass(b, wid.x, p, row, tid);
+    }
+    return;
+  }
   let o = (b * KMAX + row[5] % KMAX) * 44u;
 
   if (row[2] == 0u) {  // inactive: mark the step, keep the state
@@ -542,29 +809,38 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   }
 
   g_base = b * V;
+  g_lo = 0u;
+  g_n = V;
+  g_cand = false;
+  g_qtotal = NONE;
+  let sb = b * srow();
   let slot = row[0];
   let generated = row[3];
-  apply_penalties(p, slot, tid);
   let masked = p[P_MASK] != 0u;
-  if (masked) {
-    apply_mask(b, tid);
-  }
-
-  // Max (and greedy argmax) of the processed logits.
-  var bk = 0u;
-  var bi = NONE;
-  for (var i0 = tid; i0 < V; i0 += UNROLL * WG) {
-    var xs = load_row(i0);
-    for (var u = 0u; u < UNROLL && i0 + u * WG < V; u++) {
-      let i = i0 + u * WG;
-      let k = key_of(xs[u]);
-      if (k > bk) {
-        bk = k;
-        bi = i;
+  var best: vec2<u32>;
+  if (PHASE == 0u) {
+    apply_penalties(p, slot, tid, 0u, V);
+    if (masked) {
+      apply_mask(b, tid, 0u, V);
+    }
+    // Max (and greedy argmax) of the processed logits.
+    var bk = 0u;
+    var bi = NONE;
+    for (var i0 = tid; i0 < V; i0 += UNROLL * WG) {
+      var xs = load_row(i0);
+      for (var u = 0u; u < UNROLL && i0 + u * WG < V; u++) {
+        let i = i0 + u * WG;
+        let k = key_of(xs[u]);
+        if (k > bk) {
+          bk = k;
+          bi = i;
+        }
       }
     }
+    best = reduce_argmax(bk, bi, tid);
+  } else {
+    best = row_best(sb, tid);  // phase 1 applied the penalties, bias and mask
   }
-  let best = reduce_argmax(bk, bi, tid);
   g_m = from_key(best.x);
 
   let temperature = bitcast<f32>(p[P_TEMP]);
@@ -576,10 +852,40 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   g_top_p = top_p;
   let use_top_p = !greedy && top_p < 1.0;
   let top_k = p[P_TOP_K];
+  let use_k = !greedy && top_k > 0u && top_k < V;
+
+  // The split step: temperature alone takes the chunks' draws; top-k / top-p walk the candidate list unless it
+  // overflowed; the normalisers come from the chunks where the list does not hold every token they sum.
+  var alone = false;
+  var split_z = false;  // Z (top-p alone) and Z1 (logprobs) from the chunk sums
+  if (PHASE == 4u && !greedy && n_top == 0u) {
+    if (!use_k && !use_top_p) {
+      alone = true;
+      split_z = true;
+    } else {
+      if (tid == 0u) {
+        wg_scalar = atomicLoad(&ctr[b]);
+      }
+      let n = workgroupUniformLoad(&wg_scalar);
+      if (n <= CAP) {
+        g_cand = true;
+        g_n = n;
+        g_cbase = sb + off_c();
+        split_z = true;
+        if (!use_k) {
+          var q = 0u;
+          for (var c = 0u; c < NW; c++) {
+            q += scratch[sb + off_q() + c];
+          }
+          g_qtotal = q;
+        }
+      }
+    }
+  }
 
   // Top-k threshold (counts).
   g_tk = 0u;
-  if (!greedy && top_k > 0u && top_k < V) {
+  if (use_k) {
     g_tk = radix_select(MODE_COUNT, top_k, tid);
   }
 
@@ -588,28 +894,53 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   if (use_top_p || want_lp) {
     var zs = 0.0;
     var z1 = 0.0;
-    for (var i0 = tid; i0 < V; i0 += UNROLL * WG) {
-      var xs = load_row(i0);
-      for (var u = 0u; u < UNROLL && i0 + u * WG < V; u++) {
-        let i = i0 + u * WG;
-        let x = xs[u];
-        let d = x - g_m;
-        if (use_top_p && key_of(x) >= g_tk) {
-          zs += exp(d * g_inv_t);
-        }
-        if (want_lp) {
-          z1 += exp(d);
+    if (split_z) {
+      z1 = zsum(sb, 1u);
+      zs = zsum(sb, 0u);
+    }
+    if (!split_z || use_k) {  // top-k's Z sums its survivors, all of them in the list
+      var zl = 0.0;
+      var zl1 = 0.0;
+      for (var i0 = tid; i0 < g_n; i0 += UNROLL * WG) {
+        var xs = load_row(i0);
+        for (var u = 0u; u < UNROLL && i0 + u * WG < g_n; u++) {
+          let x = xs[u];
+          let d = x - g_m;
+          if (use_top_p && key_of(x) >= g_tk) {
+            zl += exp(d * g_inv_t);
+          }
+          if (want_lp && !split_z) {
+            zl1 += exp(d);
+          }
         }
       }
+      let z = reduce_sum_f2(vec2<f32>(zl, zl1), tid);
+      zs = z.x;
+      if (!split_z) {
+        z1 = z.y;
+      }
     }
-    let z = reduce_sum_f2(vec2<f32>(zs, z1), tid);
-    log_z1 = log(z.y);
-    g_qscale = 2147483648.0 / z.x;
+    log_z1 = log(z1);
+    g_qscale = 2147483648.0 / zs;
   }
 
   var token = best.y;
   var n_survivors = 1u;
-  if (!greedy) {
+  if (alone) {
+    // Gumbel-max over every token: the chunks' best scores.
+    var sk = 0u;
+    var si = NONE;
+    for (var c = tid; c < NW; c += WG) {
+      let k = scratch[sb + off_gum() + 2u * c];
+      let i = scratch[sb + off_gum() + 2u * c + 1u];
+      if (better(k, i, sk, si)) {
+        sk = k;
+        si = i;
+      }
+    }
+    token = reduce_argmax(sk, si, tid).y;
+    n_survivors = V;
+  } else if (!greedy) {
     var t_surv = g_tk;
     if (use_top_p) {
       t_surv = radix_select(MODE_MASS, 0u, tid);
@@ -621,10 +952,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var sk = 0u;
     var si = NONE;
     var cnt = 0u;
-    for (var i0 = tid; i0 < V; i0 += UNROLL * WG) {
+    for (var i0 = tid; i0 < g_n; i0 += UNROLL * WG) {
       var xs = load_row(i0);
-      for (var u = 0u; u < UNROLL && i0 + u * WG < V; u++) {
-        let i = i0 + u * WG;
+      for (var u = 0u; u < UNROLL && i0 + u * WG < g_n; u++) {
+        let i = dom_id(i0 + u * WG);
         let x = xs[u];
         if (key_of(x) < t_surv) {
           continue;
@@ -632,7 +963,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         cnt += 1u;
         let score = (x - g_m) * g_inv_t - log(exp_draw(i));
         let k = key_of(score);
-        if (k > sk) {
+        if (better(k, i, sk, si)) {
           sk = k;
           si = i;
         }

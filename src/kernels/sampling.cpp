@@ -211,6 +211,51 @@ uint32_t sampleUnroll() {
   return 8;
 }
 
+bool sampleSplit() {
+  const char* e = std::getenv("EWGPU_SAMPLE_SPLIT");
+  return !(e && std::string(e) == "0");
+}
+
+Result<SampleOp> SampleOp::create(gpu::Context& ctx, bool cpu_kernel, bool split, gpu::Constants constants,
+                                  const Buffers& b, uint32_t max_rows) {
+  SampleOp op;
+  const uint32_t V = (uint32_t)constants.at("V");
+  op.chunks_ = (V + kSampleChunk - 1) / kSampleChunk;
+  if (cpu_kernel) split = false;
+  // The scratch row of sample.wgsl (srow()): chunk maxima 4, best draws 2, exp sums 2, mass totals 1 and two
+  // histograms of NB bins per chunk, then the candidate list. One word per row when unsplit (bound, unused).
+  const uint64_t srow = split ? (uint64_t)op.chunks_ * (9 + 2 * kSampleBins) + kSampleCap : 1;
+  if (!cpu_kernel) {
+    EWGPU_ASSIGN(op.scratch_, ctx.createBuffer(srow * max_rows * 4, gpu::BufferKind::kStorage, "sample-scratch"));
+    EWGPU_ASSIGN(op.ctr_, ctx.createBuffer(std::max<uint64_t>(max_rows, 4) * 4, gpu::BufferKind::kStorage,
+                                           "sample-candidates"));
+    constants["NW"] = op.chunks_;
+    constants["CHUNK"] = kSampleChunk;
+    constants["CAP"] = kSampleCap;
+  }
+  std::vector<gpu::Binding> bind{{b.logits}, {b.params}, {b.counts}, {b.rows}, {b.out}, {b.mask}};
+  if (!cpu_kernel) bind.insert(bind.end(), {{&op.scratch_}, {&op.ctr_}});
+  for (uint32_t phase : split ? std::vector<uint32_t>{1, 2, 3, 4} : std::vector<uint32_t>{0}) {
+    if (!cpu_kernel) constants["PHASE"] = phase;
+    auto k = ctx.kernel(cpu_kernel ? "sample_cpu" : "sample", constants);
+    if (!k) return std::move(k).error();
+    auto bg = ctx.bindGroup(**k, bind);
+    if (!bg) return std::move(bg).error();
+    op.steps_.push_back({*k, std::move(*bg), phase >= 1 && phase <= 3});
+  }
+  return op;
+}
+
+void SampleOp::record(gpu::Recorder& rec, uint32_t rows) const {
+  for (const Step& s : steps_) {
+    if (s.chunked) {
+      rec.dispatch(*s.kernel, s.bg, chunks_, rows);
+    } else {
+      rec.dispatch(*s.kernel, s.bg, rows);
+    }
+  }
+}
+
 uint32_t sampleOrderKey(float x) {
   const uint32_t u = std::bit_cast<uint32_t>(x);
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);

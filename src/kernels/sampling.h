@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "base/error.h"
+#include "gpu/context.h"
 #include "gpu/device_info.h"
+#include "gpu/recorder.h"
 
 namespace ewgpu {
 
@@ -124,6 +126,40 @@ bool sampleCpuServes(const DeviceInfo& d);
 // each invocation waiting out a memory round trip per element; 8 at once also made SwiftShader 1.6-1.8x faster
 // at V = 151936 (4 was between). EWGPU_SAMPLE_UNROLL overrides (1..8) for A/B runs.
 uint32_t sampleUnroll();
+
+// sample.wgsl split over workgroups (PHASE 1..4, docs/sampling.md "The split sampler"): the passes over the whole
+// vocabulary run on ceil(V / 2048) workgroups per row and the one-workgroup finish walks a candidate list, instead of
+// one workgroup per row walking the vocabulary about ten times for top-p. On by default where sample.wgsl runs;
+// EWGPU_SAMPLE_SPLIT=0 turns it off (one dispatch, PHASE 0) for A/B runs.
+bool sampleSplit();
+
+// The sampler's dispatches for up to `max_rows` rows: sample_cpu.wgsl or sample.wgsl in one dispatch, or
+// sample.wgsl's four split phases with their scratch (created here). `constants` are the kernel's (V, KMAX, ...).
+class SampleOp {
+ public:
+  struct Buffers {
+    const gpu::Buffer *logits, *params, *counts, *rows, *out, *mask;
+  };
+  static Result<SampleOp> create(gpu::Context& ctx, bool cpu_kernel, bool split, gpu::Constants constants,
+                                 const Buffers& b, uint32_t max_rows);
+  void record(gpu::Recorder& rec, uint32_t rows) const;
+  uint32_t dispatches() const { return (uint32_t)steps_.size(); }
+  bool split() const { return steps_.size() > 1; }
+  const gpu::Buffer& candidates() const { return ctr_; }  // split: u32 [rows], the last step's list lengths
+
+ private:
+  struct Step {
+    const gpu::Kernel* kernel = nullptr;
+    gpu::BindGroup bg;
+    bool chunked = false;  // grid (chunks, rows), else (rows)
+  };
+  std::vector<Step> steps_;
+  uint32_t chunks_ = 1;
+  gpu::Buffer scratch_, ctr_;
+};
+inline constexpr uint32_t kSampleChunk = 2048;   // sample.wgsl CHUNK
+inline constexpr uint32_t kSampleCap = 4096;     // sample.wgsl CAP
+inline constexpr uint32_t kSampleBins = 64;      // sample.wgsl NB
 
 // Exposed for tests: the order-preserving key of a float, and the Exp(1) draw of token i at (seed, generated).
 uint32_t sampleOrderKey(float x);

@@ -536,13 +536,11 @@ Status Forward::createDecodeOps() {
       sk["WG"] = sampleWorkgroupSize(ctx_.info());
       sk["UNROLL"] = sampleUnroll();
     }
-    auto k = ctx_.kernel(cpu_sampler ? "sample_cpu" : "sample", sk);
-    if (!k) return std::move(k).error();
-    auto bg = pass ? ctx_.bindGroup(**k, {{&plogits_}, {&pparams_}, {&counts_}, {&prows_}, {&pout_}, {&pmask_}})
-                   : ctx_.bindGroup(**k, {{&logits_}, {&params_}, {&counts_}, {&rows_}, {&out_}, {&mask_}});
-    if (!bg) return std::move(bg).error();
-    (pass ? psample_ : sample_) = *k;
-    (pass ? psample_bg_ : sample_bg_) = std::move(*bg);
+    const SampleOp::Buffers sb = pass ? SampleOp::Buffers{&plogits_, &pparams_, &counts_, &prows_, &pout_, &pmask_}
+                                      : SampleOp::Buffers{&logits_, &params_, &counts_, &rows_, &out_, &mask_};
+    auto op = SampleOp::create(ctx_, cpu_sampler, sampleSplit(), sk, sb, pass ? 1 : opts_.max_batch);
+    if (!op) return std::move(op).error();
+    (pass ? psample_ : sample_) = std::move(*op);
   }
   if (attn_split_ > 1 && c.n_layers > 0) {
     gpu::Constants cc{{"D", c.head_dim}, {"HQ", c.n_heads}, {"HKV", c.n_kv_heads}, {"SPLIT", attn_split_},
@@ -650,7 +648,7 @@ void Forward::recordDecodeStep(gpu::Recorder& rec, uint32_t rows) const {
   if (n_final_) n_final_->record(rec, B);
   lm_head_.record(rec, B);
   if (softcap_) rec.dispatch(*softcap_, softcap_bg_, (opts_.max_batch * (uint32_t)c.vocab + 255) / 256);
-  rec.dispatch(*sample_, sample_bg_, B);
+  sample_->record(rec, B);
 }
 
 void Forward::writePageTable(uint32_t slot, const std::vector<uint32_t>& pages) const {
@@ -739,7 +737,7 @@ void Forward::recordPrefillChunk(gpu::Recorder& rec, uint32_t tokens, bool last,
   if (pn_final_) pn_final_->record(rec, 1);
   plm_head_.record(rec);
   if (psoftcap_) rec.dispatch(*psoftcap_, psoftcap_bg_, ((uint32_t)c.vocab + 255) / 256);
-  rec.dispatch(*psample_, psample_bg_, 1);
+  psample_->record(rec, 1);
   // The first generated token and the row's counters (active, generated, token; finish) go to the decode row.
   rec.copy(prows_, 2 * 4, rows_, ((uint64_t)decode_row * kRowWords + 2) * 4, 3 * 4);
   rec.copy(prows_, 6 * 4, rows_, ((uint64_t)decode_row * kRowWords + 6) * 4, 4);

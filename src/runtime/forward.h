@@ -21,6 +21,7 @@
 #include "kernels/gdn.h"
 #include "kernels/gemv_op.h"
 #include "kernels/linear.h"
+#include "kernels/sampling.h"
 #include "model/gpu_model.h"
 #include "runtime/page_cache.h"
 
@@ -201,8 +202,7 @@ class Forward {
   std::vector<LayerOps> layers_;
   std::vector<std::pair<const gpu::Kernel*, gpu::BindGroup>> embed_, pembed_;
   kernels::GemvOp lm_head_, plm_head_;
-  const gpu::Kernel *sample_ = nullptr, *psample_ = nullptr;
-  gpu::BindGroup sample_bg_, psample_bg_;
+  std::optional<SampleOp> sample_, psample_;  // decode rows, the prefill row
   // Decode attention split over position ranges (attention.wgsl SPLIT) and merged by attention_combine.wgsl.
   uint32_t attn_split_ = 1;
   gpu::Buffer attn_part_;
