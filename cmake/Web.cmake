@@ -1,9 +1,10 @@
 # The browser build (EWGPU_WEB=ON under emcmake; scripts/build-web.sh drives it, docs/web.md explains it).
-# The host-neutral core (base, gpu, kernels, model, tokenizer, runtime, engine, the OpenAI shapes of api) is
-# compiled by em++ 3.1.6 into one wasm module, with the gpu layer's second backend (src/gpu/web/: the wgpu*
-# functions the gpu layer calls, implemented over navigator.gpu by our own --js-library) and the browser host
-# (src/web/: a single-threaded engine the worker's event loop steps). Not built here: store (curl, SQLite; the
-# browser's store is Cache Storage, in JS), server, the native api::Engine (threads), apps, tools, tests.
+# The host-neutral core (base, gpu, kernels, model, tokenizer, runtime, engine, the OpenAI shapes of api: chat,
+# completions, embeddings) is compiled by em++ 3.1.6 into one wasm module, with the gpu layer's second backend
+# (src/gpu/web/: the wgpu* functions the gpu layer calls, implemented over navigator.gpu by our own --js-library)
+# and the browser host (src/web/: a single-threaded engine the worker's event loop steps). Not built here: store
+# (curl, SQLite; the browser's store is Cache Storage, in JS), server, the native api::Engine (threads), apps,
+# tools, tests.
 if(NOT EMSCRIPTEN)
   message(FATAL_ERROR "EWGPU_WEB needs the emscripten toolchain: run scripts/build-web.sh (emcmake cmake ...)")
 endif()
@@ -29,7 +30,7 @@ foreach(layer base gpu kernels model tokenizer grammar runtime engine)
   add_subdirectory(${CMAKE_SOURCE_DIR}/src/${layer} ${CMAKE_BINARY_DIR}/src/${layer})
 endforeach()
 target_sources(ewgpu_lib PRIVATE ${CMAKE_SOURCE_DIR}/src/api/openai.cpp ${CMAKE_SOURCE_DIR}/src/api/prepare.cpp
-  ${CMAKE_SOURCE_DIR}/src/gpu/web/webgpu_web.cpp)
+  ${CMAKE_SOURCE_DIR}/src/api/embeddings.cpp ${CMAKE_SOURCE_DIR}/src/gpu/web/webgpu_web.cpp)
 # Of src/store only the prebuilt catalogue (WebLLM's list, embedded as natively) and device fit (canRun,
 # recommendModels): the rest is curl, SQLite and files; the browser's store is Cache Storage, in the worker.
 target_sources(ewgpu_lib PRIVATE ${CMAKE_SOURCE_DIR}/src/store/catalog.cpp ${CMAKE_SOURCE_DIR}/src/store/device_fit.cpp)
@@ -49,7 +50,7 @@ target_link_options(ewgpu_web PRIVATE
   -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB -sINITIAL_MEMORY=64MB -sTOTAL_STACK=1MB
   -sFILESYSTEM=1 -sFORCE_FILESYSTEM=1 -sEXIT_RUNTIME=0
   "-sEXPORTED_RUNTIME_METHODS=['FS','ccall','UTF8ToString','stringToUTF8','lengthBytesUTF8','allocateUTF8']"
-  "-sEXPORTED_FUNCTIONS=['_malloc','_free','_ewgpu_web_init','_ewgpu_web_load','_ewgpu_web_unload','_ewgpu_web_chat','_ewgpu_web_cancel','_ewgpu_web_step','_ewgpu_web_state','_ewgpu_web_validate_folder','_ewgpu_web_future_done','_ewgpu_web_device_event','_ewgpu_web_free','_ewgpu_web_md5_new','_ewgpu_web_md5_update','_ewgpu_web_md5_final','_ewgpu_web_configure','_ewgpu_web_catalog','_ewgpu_web_can_run','_ewgpu_web_recommend','_ewgpu_web_batch','_ewgpu_web_weights_done']")
+  "-sEXPORTED_FUNCTIONS=['_malloc','_free','_ewgpu_web_init','_ewgpu_web_load','_ewgpu_web_unload','_ewgpu_web_chat','_ewgpu_web_cancel','_ewgpu_web_step','_ewgpu_web_state','_ewgpu_web_validate_folder','_ewgpu_web_future_done','_ewgpu_web_device_event','_ewgpu_web_free','_ewgpu_web_md5_new','_ewgpu_web_md5_update','_ewgpu_web_md5_final','_ewgpu_web_configure','_ewgpu_web_catalog','_ewgpu_web_can_run','_ewgpu_web_recommend','_ewgpu_web_batch','_ewgpu_web_embeddings','_ewgpu_web_weights_done']")
 
 # The page side, copied as they are: the ES module, its worker, the declarations and the demo page.
 file(GLOB EWGPU_WEB_STATIC CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/web/*)

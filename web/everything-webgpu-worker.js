@@ -585,10 +585,17 @@ const ops = {
   },
   unload: (a) => {
     const r = call('ewgpu_web_unload', ['string'], [a.modelId]);
+    kick();  // embeddings requests queued for it end with UNKNOWN_MODEL at the next step
     return r;
   },
   create: (a) => {
     const r = call('ewgpu_web_chat', ['string', 'number', 'number'], [JSON.stringify(a.body), a.request, a.chat ? 1 : 0]);
+    kick();
+    return r;
+  },
+  // embeddings.create: checked and queued by the core; the result comes as a 'done' message once read back.
+  embeddings: (a) => {
+    const r = call('ewgpu_web_embeddings', ['string', 'number'], [JSON.stringify(a.body === undefined ? null : a.body), a.request]);
     kick();
     return r;
   },

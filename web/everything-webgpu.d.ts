@@ -188,6 +188,33 @@ export interface ChunkStream extends AsyncIterableIterator<ChatCompletionChunk> 
   cancel(): Promise<{cancelled: number}>;
 }
 
+/** OpenAI's embeddings request (an embedding model: bert, e.g. snowflake-arctic-embed). */
+export interface EmbeddingCreateParams {
+  /** A string, strings (at most 2048), token ids, or lists of token ids; each at most the model's positions. */
+  input: string | string[] | number[] | number[][];
+  /** Default: the current model. */
+  model?: string;
+  /** "float" (default): arrays of numbers; "base64": each vector's little-endian float32 bytes in base64. */
+  encoding_format?: 'float' | 'base64';
+  /** Must equal the model's width (no truncation). */
+  dimensions?: number;
+  user?: string;
+}
+
+export interface Embedding {
+  object: 'embedding';
+  index: number;
+  /** L2-normalised [CLS] vector (when the model's config says so, as MLC does); base64 with encoding_format. */
+  embedding: number[] | string;
+}
+
+export interface CreateEmbeddingResponse {
+  object: 'list';
+  data: Embedding[];
+  model: string;
+  usage: {prompt_tokens: number; total_tokens: number};
+}
+
 /** A recipe's input: a string (one user message), a list of messages, or a request ({messages} or {prompt}) whose
  * own fields win over the options. */
 export type RecipeInput = string | ChatMessage[] | ChatCompletionRequest | CompletionRequest;
@@ -282,6 +309,11 @@ export declare class ScheduledEngine {
     create(req: CompletionRequest & {stream: true}): Promise<ChunkStream>;
     create(req: CompletionRequest & {stream?: false}): Promise<ChatCompletion>;
     create(req: CompletionRequest): Promise<ChatCompletion | ChunkStream>;
+  };
+  /** On a loaded embedding model; rejects with EngineError (BAD_REQUEST naming detail.field, CONTEXT_TOO_LONG,
+   * NO_MODEL, UNKNOWN_MODEL; BAD_REQUEST with field "model" for a chat model). */
+  readonly embeddings: {
+    create(req: EmbeddingCreateParams): Promise<CreateEmbeddingResponse>;
   };
   init(): Promise<{adapter: DeviceSummary; engine: Record<string, unknown>}>;
   registerModel(reg: ModelRegistration): Promise<RegisteredModel>;

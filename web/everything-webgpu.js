@@ -1,7 +1,8 @@
 // everything-webgpu in a page: an ES module whose engine runs in a dedicated Worker (everything-webgpu-worker.js
 // beside this file, with the wasm). WebLLM-compatible names: CreateScheduledEngine is a one-line swap for
 // CreateMLCEngine; engine.chat.completions.create returns an async iterator of OpenAI chunks when streaming and
-// the OpenAI response otherwise. Errors are EngineError {code, detail} with the native engine's codes.
+// the OpenAI response otherwise; engine.embeddings.create (an embedding model: bert) resolves to OpenAI's
+// embeddings list. Errors are EngineError {code, detail} with the native engine's codes.
 // docs/web.md and README.md show its use; everything-webgpu.d.ts declares it.
 
 import {EngineError, toError} from './everything-webgpu-errors.js';
@@ -75,6 +76,7 @@ export class ScheduledEngine {
     const self = this;
     this.chat = {completions: {create: (req) => self._create(req, true)}};
     this.completions = {create: (req) => self._create(req, false)};
+    this.embeddings = {create: (req) => self._embed(req)};
   }
 
   _call(op, args, transfer) {
@@ -198,6 +200,25 @@ export class ScheduledEngine {
     const done = new Promise((resolve, reject) => this._requests.set(request, {resolve, reject}));
     try {
       await this._call('create', {body, request, chat});
+    } catch (e) {
+      this._requests.delete(request);
+      throw e;
+    }
+    return done;
+  }
+
+  // embeddings.create({input, model?, encoding_format?, dimensions?, user?}) on a loaded embedding model (bert):
+  // resolves to {object: 'list', data: [{object: 'embedding', index, embedding}], model, usage}. The worker's core
+  // checks the request as natively (api/embeddings.h): BAD_REQUEST naming the field (input, input[i], model, ...),
+  // CONTEXT_TOO_LONG, NO_MODEL / UNKNOWN_MODEL, and BAD_REQUEST (field model) for a chat model.
+  async _embed(req) {
+    const plain = req !== null && typeof req === 'object' && !Array.isArray(req);
+    const body = plain ? Object.assign({}, req) : (req === undefined ? null : req);
+    if (plain && !body.model && this._current) body.model = this._current;
+    const request = this._next++;
+    const done = new Promise((resolve, reject) => this._requests.set(request, {resolve, reject}));
+    try {
+      await this._call('embeddings', {body, request});
     } catch (e) {
       this._requests.delete(request);
       throw e;

@@ -212,37 +212,61 @@ Status Encoder::submit(std::span<const std::vector<int32_t>> seqs) {
 }
 
 Result<std::vector<std::vector<float>>> Encoder::collect() {
+  const uint32_t n = submitted_;
+  submitted_ = 0;  // collected, read or failed: the next submit starts afresh
   EWGPU_TRY(readback_.status());
   const size_t H = config_.hidden;
-  std::vector<std::vector<float>> out(submitted_, std::vector<float>(H));
+  std::vector<std::vector<float>> out(n, std::vector<float>(H));
   std::span<const uint8_t> d = readback_.data();
-  for (size_t s = 0; s < submitted_; ++s) std::memcpy(out[s].data(), d.data() + s * H * 4, H * 4);
+  for (size_t s = 0; s < n; ++s) std::memcpy(out[s].data(), d.data() + s * H * 4, H * 4);
   readback_.unmap();
-  submitted_ = 0;
   return out;
 }
 
 Result<std::vector<std::vector<float>>> Encoder::run(std::span<const std::vector<int32_t>> seqs, bool normalize) {
-  std::vector<std::vector<float>> all;
-  for (size_t begin = 0; begin < seqs.size();) {
-    size_t end = begin, tokens = 0;
-    while (end < seqs.size() && (end == begin || tokens + seqs[end].size() <= max_tokens_)) tokens += seqs[end++].size();
-    EWGPU_TRY(submit(seqs.subspan(begin, end - begin)));
-    EWGPU_TRY(readback_.wait(ctx_));
-    auto part = collect();
-    if (!part) return std::move(part).error();
-    for (auto& v : *part) all.push_back(std::move(v));
-    begin = end;
+  EncodeJob job(std::vector<std::vector<int32_t>>(seqs.begin(), seqs.end()), normalize);
+  while (!job.advance(*this)) EWGPU_TRY(readback_.wait(ctx_));
+  return job.take();
+}
+
+bool EncodeJob::advance(Encoder& e) {
+  if (finished_) return true;
+  auto fail = [this](Error err) {
+    error_ = std::move(err);
+    finished_ = true;
+    return true;
+  };
+  if (e.submitted()) {
+    if (e.pending()) return false;  // the readback has not landed
+    auto part = e.collect();
+    if (!part) return fail(std::move(part).error());
+    for (auto& v : *part) out_.push_back(std::move(v));
   }
-  if (normalize)
-    for (auto& v : all) {
+  if (next_ < seqs_.size()) {  // the next packed batch: as many whole sequences as fit (always at least one)
+    size_t end = next_, tokens = 0;
+    while (end < seqs_.size() && (end == next_ || tokens + seqs_[end].size() <= e.maxTokens()))
+      tokens += seqs_[end++].size();
+    Status st = e.submit(std::span<const std::vector<int32_t>>(seqs_).subspan(next_, end - next_));
+    if (!st) return fail(std::move(st).error());
+    next_ = end;
+    return false;
+  }
+  if (normalize_)
+    for (auto& v : out_) {
       double ss = 0;
       for (float x : v) ss += (double)x * x;
       const double n = std::sqrt(ss);
       if (n > 1e-12)
         for (float& x : v) x = (float)(x / n);
     }
-  return all;
+  finished_ = true;
+  return true;
+}
+
+Result<std::vector<std::vector<float>>> EncodeJob::take() {
+  if (!finished_) return makeError(ErrorCode::kInternal, "encoder: the job has not finished");
+  if (error_) return *error_;
+  return std::move(out_);
 }
 
 Result<std::vector<float>> Encoder::hiddenStates(std::span<const int32_t> tokens) {

@@ -9,12 +9,14 @@
 //
 // The [CLS] row (the first token) of each sequence is copied into a readback; pooling ends there, the host does
 // the L2 normalisation (as MLC's embedding engine does). Two-phase like the decode loop: submit() records, submits
-// and requests the map without waiting; ready()/collect() after Context::processEvents(); run() waits (the
-// native engine's driver thread and tests).
+// and requests the map without waiting; ready()/collect() after Context::processEvents(). EncodeJob (below) takes
+// one request's sequences through those two phases without ever waiting, so the browser host steps it from its
+// event loop; run() drives the same EncodeJob with a wait between steps (the native engine's driver thread, tests).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -47,12 +49,13 @@ class Encoder {
   // BAD_REQUEST otherwise) and requests the readback. One batch in flight at a time.
   Status submit(std::span<const std::vector<int32_t>> seqs);
   bool pending() const { return readback_.pending(); }
+  bool submitted() const { return submitted_ > 0; }  // a batch was submitted and not collected yet
   bool ready() const { return readback_.ready(); }
   // After ready() (or a failed map): the [CLS] rows of the submitted batch, [sequences][hidden], as computed.
   Result<std::vector<std::vector<float>>> collect();
 
-  // Every sequence (any count), split into packed submissions of at most maxTokens() tokens, waiting on each;
-  // each vector L2-normalised when `normalize`. For the driver thread and tests.
+  // Every sequence (any count) through an EncodeJob, waiting for each submission's readback. For the driver
+  // thread and tests.
   Result<std::vector<std::vector<float>>> run(std::span<const std::vector<int32_t>> seqs, bool normalize);
   // The whole last hidden state [n, hidden] of one sequence (tests).
   Result<std::vector<float>> hiddenStates(std::span<const int32_t> tokens);
@@ -72,6 +75,30 @@ class Encoder {
   std::unique_ptr<Ops> ops_;
   gpu::Buffer toks_, meta_, x_, a_, qkv_, att_, mid_;  // activations: [T, 4] u32, [1] u32, [T, H] x 2, [T, 3H], [T, H], [T, I]
   gpu::Readback readback_;                             // [maxTokens, H] f32: one [CLS] row per sequence
+};
+
+// One request's sequences (any count) through an Encoder, never waiting: packed submissions of at most
+// maxTokens() tokens, one in flight at a time; each vector L2-normalised at the end when `normalize`. The host
+// calls advance() after Context::processEvents() until it returns true. One job per encoder at a time: a host with
+// several requests keeps them in a queue and advances the first.
+class EncodeJob {
+ public:
+  EncodeJob(std::vector<std::vector<int32_t>> seqs, bool normalize) : seqs_(std::move(seqs)), normalize_(normalize) {}
+
+  // Collects the batch in flight if its readback has landed, then submits the next one. true once the job is
+  // finished (every vector in hand, or failed); false while a readback is awaited.
+  bool advance(Encoder& e);
+  bool finished() const { return finished_; }
+  // After finished(): the vectors in input order, or the error that stopped the job.
+  Result<std::vector<std::vector<float>>> take();
+
+ private:
+  std::vector<std::vector<int32_t>> seqs_;
+  bool normalize_;
+  size_t next_ = 0;  // first sequence not yet submitted
+  bool finished_ = false;
+  std::vector<std::vector<float>> out_;
+  std::optional<Error> error_;
 };
 
 }  // namespace ewgpu

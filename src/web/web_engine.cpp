@@ -6,6 +6,10 @@
 // busy wait. Requests and responses are OpenAI's shapes (api/openai.h), as natively; chunks and results go to the
 // worker as JSON messages (ewgpuJsPost). Exports return a malloc'd JSON string the caller frees (ewgpu_web_free):
 // {"ok": ...} or {"error": {code, message, detail}} with the engine's error codes.
+// Embedding models (bert) hold an Encoder instead of a Forward and are not in the scheduler: an embeddings request
+// is an EncodeJob (runtime/encoder.h) in a FIFO that the same step advances, so its readbacks are awaited the same
+// way as the decode loop's.
+#include "api/embeddings.h"
 #include "api/openai.h"
 #include "api/prepare.h"
 #include "base/md5.h"
@@ -13,6 +17,7 @@
 #include "gpu/context.h"
 #include "model/gpu_model.h"
 #include "model/model_folder.h"
+#include "runtime/encoder.h"
 #include "runtime/executor.h"
 #include "runtime/forward.h"
 #include "runtime/local_engine.h"
@@ -24,8 +29,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 extern "C" {
@@ -39,8 +46,18 @@ struct Model {
   std::shared_ptr<const ModelAssets> assets;  // tokenizer, template, defaults, vocabulary (api/prepare.h)
   std::unique_ptr<GpuModel> gpu;
   std::unique_ptr<Forward> forward;
+  std::unique_ptr<Encoder> encoder;  // embedding models instead of gpu + forward (not in the scheduler)
   uint64_t weight_bytes = 0;
   bool weights_pending = false;  // streamed weights not all written yet (ewgpu_web_weights_done)
+};
+
+// An embeddings request in flight: its model (the assets pin which load it was checked against) and its job.
+struct EmbeddingTask {
+  std::shared_ptr<const ModelAssets> assets;
+  EncodeJob job;
+  uint64_t prompt_tokens = 0;
+  bool base64 = false;
+  double request = 0;  // the page's request number: the result is {"type":"done","request":...}
 };
 
 struct Host {
@@ -51,6 +68,7 @@ struct Host {
   uint64_t seed_counter = 0x9E3779B97F4A7C15ull;
   uint64_t next_completion = 1;
   std::map<std::string, std::unique_ptr<GpuModel>> staged;  // upload_only with streamed weights, until done
+  std::deque<EmbeddingTask> embeddings;  // FIFO; per encoder only the first task advances
 };
 Host* g_host = nullptr;
 
@@ -74,9 +92,9 @@ double msSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
 
-// The model the request names (or the current one), then the host-neutral api::prepareJob, as natively.
-Result<JobSpec> prepare(Host& h, const CompletionRequest& req, const Model** out_model) {
-  const std::string id = req.model.empty() ? h.current : req.model;
+// The resident model a request names (or the current one), with the native engine's errors (residentAssets).
+Result<const Model*> residentModel(const Host& h, const std::string& requested) {
+  const std::string id = requested.empty() ? h.current : requested;
   if (id.empty()) return makeError(ErrorCode::kNoModel, "no model is loaded (load one first)", {{"field", "model"}});
   auto it = h.models.find(id);
   if (it == h.models.end()) {
@@ -87,9 +105,53 @@ Result<JobSpec> prepare(Host& h, const CompletionRequest& req, const Model** out
   }
   if (it->second.weights_pending)
     return makeError(ErrorCode::kNoModel, "model " + id + " is still loading", {{"field", "model"}, {"model", id}});
-  *out_model = &it->second;
+  return &it->second;
+}
+
+// The model the request names (or the current one), then the host-neutral api::prepareJob, as natively.
+Result<JobSpec> prepare(Host& h, const CompletionRequest& req, const Model** out_model) {
+  EWGPU_ASSIGN(*out_model, residentModel(h, req.model));
   h.seed_counter = h.seed_counter * 6364136223846793005ull + 1442695040888963407ull;
-  return prepareJob(*it->second.assets, req, PrepareOptions{256, h.seed_counter});
+  return prepareJob(*(*out_model)->assets, req, PrepareOptions{256, h.seed_counter});
+}
+
+// Advances the embeddings FIFO by one non-blocking step: per encoder, the first task collects a landed readback
+// and submits its next batch; a finished task posts its response (or error) and the next task of that encoder
+// starts in the same pass. true while some task awaits a readback.
+bool advanceEmbeddings(Host& h) {
+  std::set<const Encoder*> busy;
+  bool waiting = false;
+  for (auto it = h.embeddings.begin(); it != h.embeddings.end();) {
+    EmbeddingTask& t = *it;
+    auto m = h.models.find(t.assets->id);
+    Encoder* enc = m != h.models.end() && m->second.assets == t.assets ? m->second.encoder.get() : nullptr;
+    if (enc && busy.count(enc)) {
+      ++it;
+      continue;
+    }
+    if (!enc) {  // unloaded (or reloaded) since the request was checked
+      const Error e = makeError(ErrorCode::kUnknownModel, "model " + t.assets->id + " is not loaded",
+                                {{"field", "model"}, {"model", t.assets->id}});
+      post({{"type", "done"}, {"request", t.request}, {"error", e.toJson()}, {"response", openai::errorJson(e)}});
+      it = h.embeddings.erase(it);
+      continue;
+    }
+    if (!t.job.advance(*enc)) {
+      busy.insert(enc);
+      waiting = true;
+      ++it;
+      continue;
+    }
+    auto v = t.job.take();
+    if (!v)
+      post({{"type", "done"}, {"request", t.request}, {"error", v.error().toJson()},
+            {"response", openai::errorJson(v.error())}});
+    else
+      post({{"type", "done"}, {"request", t.request},
+            {"response", embeddingsResponse(t.assets->id, *v, t.prompt_tokens, t.base64)}});
+    it = h.embeddings.erase(it);
+  }
+  return waiting;
 }
 
 Status ensureContext(Host& h) {
@@ -99,6 +161,34 @@ Status ensureContext(Host& h) {
   if (!c) return std::move(c).error();
   h.ctx = std::move(*c);
   return {};
+}
+
+// An embedding model: its Encoder (weights and every pipeline) instead of a Forward and an Executor, resident but
+// not in the scheduler. Its weights are not streamed (stream_weights is ignored): MLC stores q0f32 as
+// f32-to-bf16, which the encoder widens on the CPU, one tensor at a time through the heap.
+char* loadEncoder(Host& h, const std::string& id, std::shared_ptr<ModelAssets> assets, const ModelFolder& folder,
+                  const nlohmann::json& opts, std::chrono::steady_clock::time_point t0, nlohmann::json stages) {
+  if (opts.value("upload_only", false))
+    return fail(
+        makeError(ErrorCode::kUnsupported, "upload_only: not for embedding models", {{"field", "upload_only"}}));
+  post({{"type", "progress"}, {"model", id}, {"stage", "upload"}, {"fraction", 0.3}});
+  const auto t_up = std::chrono::steady_clock::now();
+  auto enc = Encoder::create(*h.ctx, folder);
+  if (!enc) return fail(enc.error());
+  if (Status s = h.ctx->takeError(); !s) return fail(s.error());
+  stages["upload"] = msSince(t_up);
+  assets->context = (*enc)->maxSequence();
+  Model m;
+  m.assets = assets;
+  m.weight_bytes = (*enc)->weightBytes();
+  m.encoder = std::move(*enc);
+  nlohmann::json info = {{"model", id}, {"model_type", assets->config.model_type}, {"embedding", true},
+                         {"context_window", assets->context}, {"hidden_size", assets->config.hidden},
+                         {"weight_bytes", m.weight_bytes}, {"load_ms", msSince(t0)}, {"stages", stages},
+                         {"pipelines", h.ctx->kernelsCompiled()}};
+  h.models.emplace(id, std::move(m));
+  h.current = id;
+  return ok(info);
 }
 
 }  // namespace
@@ -151,6 +241,7 @@ __attribute__((used)) char* ewgpu_web_load(const char* dir_c, const char* id_c, 
   Model m;
   stages["parse"] = msSince(t0);
   if (Status s = ensureContext(h); !s) return fail(s.error());
+  if (assets->config.isEmbedding()) return loadEncoder(h, id, std::move(assets), *folder, opts, t0, std::move(stages));
   post({{"type", "progress"}, {"model", id}, {"stage", "upload"}, {"fraction", 0.3}});
   auto t_up = std::chrono::steady_clock::now();
   // stream_weights: the matrices' bytes are not read here; the answer lists each write [buffer handle, offset,
@@ -348,6 +439,27 @@ __attribute__((used)) char* ewgpu_web_batch(const char* body_c, double first_req
   return ok({{"task", task}, {"jobs", ids}});
 }
 
+// Queues an embeddings.create request (api/embeddings.h: OpenAI's shape, the native engine's checks and errors,
+// BAD_REQUEST naming the field). Its result is the message {"type":"done","request":r,"response":...} once every
+// batch has been read back (advanceEmbeddings, from ewgpu_web_step).
+__attribute__((used)) char* ewgpu_web_embeddings(const char* body_c, double request) {
+  if (!g_host) g_host = new Host();
+  Host& h = *g_host;
+  auto body = nlohmann::json::parse(body_c, nullptr, false);
+  if (body.is_discarded()) return fail(makeError(ErrorCode::kBadRequest, "the request is not JSON"));
+  auto model = embeddingModelField(body);
+  if (!model) return fail(model.error());
+  auto m = residentModel(h, *model);
+  if (!m) return fail(m.error());
+  auto req = prepareEmbeddings(*(*m)->assets, body);
+  if (!req) return fail(req.error());
+  const size_t inputs = req->inputs.size();
+  h.embeddings.push_back(EmbeddingTask{(*m)->assets,
+                                       EncodeJob(std::move(req->inputs), (*m)->assets->config.embedding_normalize),
+                                       req->prompt_tokens, req->base64, request});
+  return ok({{"model", (*m)->assets->id}, {"inputs", inputs}});
+}
+
 __attribute__((used)) char* ewgpu_web_cancel(double job) {
   if (!g_host) return ok({{"cancelled", 0}});
   Effects fx;
@@ -364,11 +476,12 @@ __attribute__((used)) int ewgpu_web_step() {
   Effects fx;
   std::vector<std::pair<std::string, EngineError>> failures;
   if (h.ctx) h.ctx->processEvents();  // readbacks whose promise resolved: their callbacks run here
+  const bool encoding = advanceEmbeddings(h);
   h.sched.step(fx, &failures);
   run(fx);
   for (const auto& [model, e] : failures)
     post({{"type", "failure"}, {"model", model}, {"error", e.toJson()}});
-  if (h.sched.inFlight()) return 1;
+  if (h.sched.inFlight() || encoding) return h.sched.hasWork() && !h.sched.inFlight() ? 2 : 1;
   return h.sched.hasWork() ? 2 : 0;
 }
 
@@ -467,7 +580,7 @@ __attribute__((used)) char* ewgpu_web_state() {
   nlohmann::json models = nlohmann::json::array();
   for (const auto& [id, m] : g_host->models)
     models.push_back({{"model", id}, {"context_window", m.assets->context}, {"weight_bytes", m.weight_bytes},
-                      {"decode_tok_s", g_host->sched.measuredDecodeTokS(id)}});
+                      {"decode_tok_s", g_host->sched.measuredDecodeTokS(id)}, {"embedding", m.encoder != nullptr}});
   nlohmann::json j = {{"models", models}, {"current", g_host->current}};
   if (g_host->ctx) {
     nlohmann::json per = nlohmann::json::object();

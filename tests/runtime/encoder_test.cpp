@@ -1,6 +1,7 @@
 // The GPU encoder (BERT) against its CPU reference on a tiny random bert folder: the whole last hidden state of one
 // sequence, the [CLS] vectors of a packed batch (each equal to that sequence run alone: no leak between packed
-// sequences), normalisation, a batch split over several submissions, and rejected inputs.
+// sequences), normalisation, a batch split over several submissions, and rejected inputs; EncodeJob stepped
+// without a wait (as the browser host steps it) equal to run().
 #include "runtime/encoder.h"
 
 #include <gtest/gtest.h>
@@ -110,6 +111,42 @@ TEST_F(EncoderTest, RejectsBadInputsWithoutSubmitting) {
   auto ok = e.run(std::vector<std::vector<int32_t>>{{2, 3}}, true);
   ASSERT_TRUE(ok.ok()) << ok.error().toString();
   EXPECT_EQ((*ok)[0].size(), 64u);
+}
+
+// The browser host's way: advance() after processEvents(), never a wait. Five 30-token sequences in 64-token
+// buffers are three submissions; the vectors equal run()'s bit for bit (same kernels, same batches).
+TEST_F(EncoderTest, EncodeJobSteppedWithoutWaitingEqualsRun) {
+  gpu::Context& ctx = testing::gpuContext();
+  auto enc = Encoder::create(ctx, *folder_, {.max_tokens = 64});
+  ASSERT_TRUE(enc.ok()) << enc.error().toString();
+  Encoder& e = **enc;
+  std::vector<std::vector<int32_t>> many(5, std::vector<int32_t>(30, 12));
+  for (size_t s = 0; s < many.size(); ++s) many[s][2] = (int32_t)(30 + s);
+  auto want = e.run(many, true);
+  ASSERT_TRUE(want.ok()) << want.error().toString();
+
+  EncodeJob job(many, true);
+  int not_done = 0;
+  while (!job.advance(e)) {
+    ASSERT_TRUE(e.submitted());  // false from advance() means a batch is in flight
+    ASSERT_LT(++not_done, 100000000);
+    ctx.processEvents();
+  }
+  EXPECT_GE(not_done, 3);  // at least once per submission
+  EXPECT_TRUE(job.finished());
+  EXPECT_FALSE(e.submitted());
+  auto got = job.take();
+  ASSERT_TRUE(got.ok()) << got.error().toString();
+  ASSERT_EQ(got->size(), many.size());
+  for (size_t s = 0; s < many.size(); ++s) EXPECT_EQ((*got)[s], (*want)[s]) << "sequence " << s;
+
+  // A sequence the encoder rejects ends the job with that error, and the encoder takes the next job.
+  EncodeJob bad({{2, 64}}, true);
+  EXPECT_TRUE(bad.advance(e));
+  EXPECT_EQ(bad.take().error().code, ErrorCode::kBadRequest);
+  EncodeJob next({{2, 3}}, true);
+  while (!next.advance(e)) ctx.processEvents();
+  EXPECT_TRUE(next.take().ok());
 }
 
 }  // namespace

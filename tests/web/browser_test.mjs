@@ -14,6 +14,7 @@
 //      plain URL, fetched into Cache Storage with progress, under WebLLM's keys, the second load fetching nothing;
 //  12. the recipes ghostText / ask / conversation (recipe_checks.mjs);
 //  13. resumable, verified shards: a transfer cut after half a shard resumes with Range (resume_checks.mjs);
+//  14. embeddings.create on a tiny bert folder: the native engine's vectors, typed errors (embedding_checks.mjs);
 // and writes screenshots of the demo page (after load, after a streamed answer) to --out.
 // Exit status 0 = pass, 1 = fail, 77 = skipped (chromium or the web bundle missing; CTest's SKIP_RETURN_CODE).
 //   node tests/web/browser_test.mjs --web build/web --ewgpu build/ewgpu --fixture tests/fixtures/qwen3_tiny/q4f16_1
@@ -22,6 +23,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import {createRequire} from 'node:module';
 import {openBrowser, serve, serveFlaky} from './harness.mjs';
+import {checkEmbeddings, nativeEmbeddings} from './embedding_checks.mjs';
 import {checkRecipes} from './recipe_checks.mjs';
 import {checkResume} from './resume_checks.mjs';
 
@@ -65,8 +67,19 @@ const nativeText = nativeJson.text;
 check(typeof nativeText === 'string' && nativeText.length > 0, 'native text', nativeText);
 
 const fixtureFiles = fs.readdirSync(fixture).filter((n) => n !== 'reference.json');
-const {server, base, hits} = await serve(webDir, fixture);
 fs.mkdirSync(outDir, {recursive: true});
+
+// A tiny random bert folder and the native engine's embeddings of two texts (check 14).
+const bertDir = path.join(outDir, 'bert_tiny');
+fs.rmSync(bertDir, {recursive: true, force: true});
+const madeBert = spawnSync(ewgpu, ['make-tiny', bertDir, '--arch', 'bert', '--tokenizer',
+  path.resolve(path.dirname(new URL(import.meta.url).pathname), '../fixtures/bert_tokenizer/tokenizer.json')], {encoding: 'utf8'});
+check(madeBert.status === 0, 'ewgpu make-tiny --arch bert', madeBert.stderr);
+const EMBED_TEXTS = ['Hello, World!', 'The quick brown fox.'];
+const tNativeEmbed = Date.now();
+const nativeEmbed = await nativeEmbeddings(ewgpu, bertDir, EMBED_TEXTS);
+console.log(`native embeddings: ${Date.now() - tNativeEmbed} ms`);
+const {server, base, hits} = await serve(webDir, fixture, {bert: bertDir});
 // A kept profile (--profile) keeps Chromium's shader cache between runs; what the checks put in Cache Storage is
 // deleted again at the end (check 8), and a registration overwrites a leftover of an interrupted run.
 const {context: browser, close} = await openBrowser(pw, chromium, args.profile);
@@ -203,6 +216,12 @@ try {
   const tRecipes = Date.now();
   await checkRecipes(page, check, {prompt: PROMPT, nativeText, tokens: TOKENS});
   console.log(`recipes: ${Date.now() - tRecipes} ms`);
+
+  // 14. embeddings.create on a bert folder loaded beside the chat model.
+  const tEmbed = Date.now();
+  await checkEmbeddings(page, check, {files: fs.readdirSync(bertDir), texts: EMBED_TEXTS, native: nativeEmbed,
+    chatModel: 'qwen3-tiny', prompt: PROMPT, nativeText, tokens: TOKENS});
+  console.log(`embeddings: ${Date.now() - tEmbed} ms`);
 
   // 5. an invalid folder: the shard missing.
   const bad = await page.evaluate(async ({names}) => {

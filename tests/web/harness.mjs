@@ -12,16 +12,19 @@ const TYPES = {'.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'ap
   '.json': 'application/json', '.ts': 'text/plain'};
 
 // Serves webDir at / and the folder's files at /fixture/<name> (the "remote" base URL of the model-source checks:
-// loopback only). Resolves to {server, base, hits}: hits counts the requests per path.
-export async function serve(webDir, folder) {
+// loopback only); more = {prefix: folder} serves further folders at /<prefix>/<name>. Resolves to
+// {server, base, hits}: hits counts the requests per path.
+export async function serve(webDir, folder, more = {}) {
   const hits = new Map();
+  const folders = {fixture: folder, ...more};
   const server = http.createServer((req, res) => {
     const url = new URL(req.url, 'http://x');
     hits.set(url.pathname, (hits.get(url.pathname) || 0) + 1);
+    const prefix = url.pathname.split('/')[1];
     let file;
-    if (url.pathname.startsWith('/fixture/')) file = path.join(folder, path.basename(url.pathname));
+    if (folders[prefix] && url.pathname.startsWith(`/${prefix}/`)) file = path.join(folders[prefix], path.basename(url.pathname));
     else file = path.join(webDir, path.normalize(url.pathname === '/' ? '/index.html' : url.pathname));
-    if (!file.startsWith(webDir) && !file.startsWith(folder)) { res.writeHead(403); res.end(); return; }
+    if (!file.startsWith(webDir) && !Object.values(folders).some((f) => file.startsWith(f))) { res.writeHead(403); res.end(); return; }
     fs.readFile(file, (err, data) => {
       if (err) { res.writeHead(404); res.end(); return; }
       res.writeHead(200, {'Content-Type': TYPES[path.extname(file)] || 'application/octet-stream', 'Cache-Control': 'no-store'});
