@@ -76,7 +76,7 @@ Registration reg{
        app.add_option("--tokenizer", f->tokenizer, "the tokenizer.json to copy (sets the vocabulary)")->required();
        app.add_option("--arch", f->arch, "architecture (default llama, or the shape's)")
            ->check(CLI::IsMember([] {
-             std::vector<std::string> names = runnableArchNames();  // every architecture the engine runs
+             std::vector<std::string> names = knownArchNames();  // every architecture the model layer knows
              names.push_back("qwen3_5_text");
              return names;
            }()));

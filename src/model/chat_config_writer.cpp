@@ -115,6 +115,30 @@ void familyFields(const ModelConfig& c, json& m) {
     case Arch::kPhi:
       m["rotary_dim"] = c.rotaryDim();
       break;
+    case Arch::kGemma4: {  // MLC's Gemma4TextConfig fields; rope_parameters as transformers spells it
+      m["attention_bias"] = false;
+      m["hidden_activation"] = "gelu_pytorch_tanh";
+      m["sliding_window_size"] = c.layer_window;
+      json types = json::array();
+      for (int i = 0; i < c.n_layers; ++i) types.push_back(c.windowOf(i) > 0 ? "sliding_attention" : "full_attention");
+      m["layer_types"] = types;
+      m["global_position_embedding_base"] = c.rope_global_theta;
+      m["hidden_size_per_layer_input"] = c.ple_dim;
+      m["vocab_size_per_layer_input"] = c.ple_vocab;
+      m["num_global_key_value_heads"] = c.global_kv_heads;
+      m["global_head_dim"] = c.global_head_dim;
+      m["attention_k_eq_v"] = false;
+      m["num_kv_shared_layers"] = c.kv_shared_layers;
+      m["enable_moe_block"] = false;
+      m["use_double_wide_mlp"] = c.double_wide_mlp;
+      m["final_logit_softcapping"] = c.final_softcap > 0 ? json(shortFloat(c.final_softcap)) : json(nullptr);
+      json full = {{"rope_type", "proportional"}, {"rope_theta", c.rope_global_theta},
+                   {"partial_rotary_factor", shortFloat(c.rope_global_partial)}};
+      if (c.rope_global_factor != 1.0f) full["factor"] = shortFloat(c.rope_global_factor);
+      m["rope_parameters"] = {{"sliding_attention", {{"rope_type", "default"}, {"rope_theta", c.rope_theta}}},
+                              {"full_attention", full}};
+      break;
+    }
     case Arch::kMinistral3:
       m["tie_word_embeddings"] = c.tie_embeddings;
       m["hidden_act"] = "silu";

@@ -1,6 +1,8 @@
 // Expected tensor names/shapes/dtypes per architecture and quantization (mlc-format.md §2.5, §3.1-3.4).
 #include "model/expected_params.h"
 
+#include <algorithm>
+
 namespace ewgpu {
 
 namespace {
@@ -48,8 +50,8 @@ void addNorm(const ModelConfig& c, const std::string& name, ParamList& out) {
   if (c.norm == NormKind::kLayer) out.vector(normBiasName(name), c.hidden);
 }
 
-void addAttention(const ModelConfig& c, const LayerNames& n, ParamList& out) {
-  int64_t D = c.head_dim, H = c.hidden, q = c.n_heads, kv = c.n_kv_heads;
+void addAttention(const ModelConfig& c, int layer, const LayerNames& n, ParamList& out) {
+  int64_t D = c.headDimOf(layer), H = c.hidden, q = c.n_heads, kv = c.kvHeadsOf(layer);
   int64_t qRows = c.arch == Arch::kQwen3_5 ? 2 * q * D : q * D;  // qwen3_5: query|gate per head
   int64_t rows = qRows + 2 * kv * D;
   if (n.qkv.size() == 1) {
@@ -118,23 +120,37 @@ ParamList buildList(const ModelConfig& c) {
   ParamList out(c);
   const ModelNames m = modelNames(c);
   out.matrix(m.embed, c.vocab, c.hidden, true);
+  const std::vector<int> shard_layers = gemma4PleShardLayers(c);
+  for (size_t s = 0; s < m.ple_shards.size(); ++s)
+    out.matrix(m.ple_shards[s], c.ple_vocab, (int64_t)shard_layers[s] * c.ple_dim, true);
+  if (!m.ple_projection.empty()) {
+    out.matrix(m.ple_projection, (int64_t)c.n_layers * c.ple_dim, c.hidden);
+    out.vector(m.ple_projection_norm, c.ple_dim);
+  }
   const bool gated = c.mlp == MlpKind::kSwiGlu || c.mlp == MlpKind::kGeGlu;
   for (int i = 0; i < c.n_layers; ++i) {
     const LayerNames n = layerNames(c, i);
     addNorm(c, n.input_norm, out);
     if (c.isFullAttention(i))
-      addAttention(c, n, out);
+      addAttention(c, i, n, out);
     else
       addLinearAttention(c, "model.layers." + std::to_string(i) + ".", out);
     addNorm(c, n.post_attn_norm, out);
     addNorm(c, n.ffn_norm, out);
-    out.matrix(n.up, (gated ? 2 : 1) * (int64_t)c.intermediate, c.hidden);
+    const int64_t I = c.intermediateOf(i);
+    out.matrix(n.up, (gated ? 2 : 1) * I, c.hidden);
     // gpt_neox keeps its MLP biases in float32 (MLC's ffn_out_dtype; the quantized linear does not cast them).
     const std::optional<DType> mlp_bias = c.arch == Arch::kGptNeox ? std::optional<DType>(DType::kF32) : std::nullopt;
-    if (n.up_bias) out.vector(n.up + ".bias", (gated ? 2 : 1) * (int64_t)c.intermediate, mlp_bias);
-    out.matrix(n.down, c.hidden, c.intermediate);
+    if (n.up_bias) out.vector(n.up + ".bias", (gated ? 2 : 1) * I, mlp_bias);
+    out.matrix(n.down, c.hidden, I);
     if (n.down_bias) out.vector(n.down + ".bias", c.hidden, mlp_bias);
     addNorm(c, n.post_ffn_norm, out);
+    if (!n.ple_gate.empty()) {
+      out.matrix(n.ple_gate, c.ple_dim, c.hidden);
+      out.matrix(n.ple_proj, c.hidden, c.ple_dim);
+      addNorm(c, n.ple_norm, out);
+    }
+    if (!n.layer_scalar.empty()) out.vector(n.layer_scalar, 2);
   }
   addNorm(c, m.final_norm, out);
   if (!m.lm_head.empty()) {
@@ -145,6 +161,16 @@ ParamList buildList(const ModelConfig& c) {
 }
 
 }  // namespace
+
+std::vector<int> gemma4PleShardLayers(const ModelConfig& c) {
+  if (c.arch != Arch::kGemma4 || c.ple_dim <= 0) return {};
+  const int64_t kMaxShardBytes = 512ll << 20;
+  const int64_t q4_bytes = (int64_t)c.ple_vocab * c.n_layers * c.ple_dim / 2;  // MLC counts 4 bits a value
+  const int n = (int)std::max<int64_t>(1, (q4_bytes + kMaxShardBytes - 1) / kMaxShardBytes);
+  std::vector<int> layers(n, c.n_layers / n);
+  for (int s = 0; s < c.n_layers % n; ++s) ++layers[s];
+  return layers;
+}
 
 std::string normBiasName(const std::string& w) {
   const std::string suffix = ".weight";
@@ -195,7 +221,15 @@ LayerNames layerNames(const ModelConfig& c, int layer) {
   const std::string p = (c.arch == Arch::kGemma3 ? "language_model.model.layers." : "model.layers.") + i + ".";
   n.input_norm = p + "input_layernorm.weight";
   const bool c_attn = c.arch == Arch::kQwen2 || c.arch == Arch::kQwen3 || c.arch == Arch::kQwen3_5;
-  if (c.arch == Arch::kGemma3)
+  if (c.arch == Arch::kGemma4) {
+    if (c.ple_dim > 0) {
+      n.ple_gate = p + "per_layer_input_gate";
+      n.ple_proj = p + "per_layer_projection";
+      n.ple_norm = p + "post_per_layer_input_norm.weight";
+    }
+    n.layer_scalar = p + "layer_scalar";
+  }
+  if (c.arch == Arch::kGemma3 || c.arch == Arch::kGemma4)
     n.qkv = {p + "self_attn.q_proj", p + "self_attn.k_proj", p + "self_attn.v_proj"};
   else
     n.qkv = {p + (c_attn ? "self_attn.c_attn" : "self_attn.qkv_proj")};
@@ -241,6 +275,12 @@ ModelNames modelNames(const ModelConfig& c) {
   }
   const std::string p = c.arch == Arch::kGemma3 ? "language_model.model." : "model.";
   m.embed = p + "embed_tokens";
+  if (c.arch == Arch::kGemma4 && c.ple_dim > 0) {
+    for (size_t s = 0; s < gemma4PleShardLayers(c).size(); ++s)
+      m.ple_shards.push_back(p + "embed_tokens_per_layer.shards." + std::to_string(s));
+    m.ple_projection = p + "per_layer_model_projection";
+    m.ple_projection_norm = p + "per_layer_projection_norm.weight";
+  }
   m.final_norm = p + "norm.weight";
   m.lm_head = c.tie_embeddings ? "" : "lm_head";
   return m;
@@ -270,6 +310,11 @@ WeightTraffic weightTraffic(const ModelConfig& c) {
     uint64_t bytes = (uint64_t)n * dtypeSize(p.dtype);
     t.weight_bytes += bytes;
     const ModelNames names = modelNames(c);
+    const bool ple = std::find(names.ple_shards.begin(), names.ple_shards.end(), p.module) != names.ple_shards.end();
+    if (ple) {  // gemma4's per-layer embedding: one row of each shard per token
+      t.bytes_per_token += bytes / (uint64_t)p.shape[0];
+      continue;
+    }
     bool embedding = p.module == names.embed, head = !names.lm_head.empty() && p.module == names.lm_head;
     if (embedding || head) {
       if (head || c.tie_embeddings) t.lm_head_bytes += bytes;

@@ -50,13 +50,24 @@ struct LayerNames {
   std::string post_ffn_norm;            // gemma2/3, olmo2
   std::string up, down;                 // gate|up (gated MLPs) or fc1, and down / fc2
   bool up_bias = false, down_bias = false;
+  // gemma4 only: the per-layer input branch (gate [hpl, H], projection [H, hpl], its output norm [H]) and the
+  // layer scalar [2] (HF's [1] zero-padded; element 0 multiplies the layer's output).
+  std::string ple_gate, ple_proj, ple_norm, layer_scalar;
 };
 struct ModelNames {
   std::string embed;                    // the embedding matrix module
   std::string final_norm;               // final norm weight (LayerNorm: + .bias)
   std::string lm_head;                  // "" when tied to the embedding
   bool lm_head_bias = false;
+  // gemma4 only: the per-layer embedding's shards (modules, [ple_vocab, layers_s * hpl] each, layers in order),
+  // the per-layer model projection [L * hpl, H] and its norm [hpl].
+  std::vector<std::string> ple_shards;
+  std::string ple_projection, ple_projection_norm;
 };
+// gemma4: how many layers each shard of the per-layer embedding holds (MLC's Gemma4SplitScaledEmbedding):
+// ceil(q4 bytes (vocab x L x hpl / 2) / 512 MiB) shards, the layers split evenly, the first shards taking one more
+// each for the remainder (E2B: 3 shards of 12, 12, 11 layers). Empty without per-layer inputs.
+std::vector<int> gemma4PleShardLayers(const ModelConfig& c);
 LayerNames layerNames(const ModelConfig& c, int layer);
 ModelNames modelNames(const ModelConfig& c);
 // "<weight name without .weight>.bias": the bias beside a LayerNorm weight.

@@ -217,8 +217,15 @@ uint64_t GpuMatrix::bytes() const {
 }
 
 Result<std::unique_ptr<GpuModel>> uploadModel(gpu::Context& ctx, const ModelFolder& folder, const UploadOptions& opts) {
-  auto m = std::make_unique<GpuModel>();
   const ModelConfig& c = folder.config();
+  if (!archGpuRunnable(c.arch))  // gemma4: folder, validator and CPU reference only (docs/architectures.md)
+    return makeError(ErrorCode::kUnsupported,
+                     "model_type '" + c.model_type + "': the GPU forward of this architecture is not implemented yet " +
+                         "(the folder layout and the CPU reference are; the GPU still needs head dim " +
+                         std::to_string(std::max(c.head_dim, c.global_head_dim)) +
+                         " in the attention kernels, KV-shared layers and per-layer inputs)",
+                     {{"model_type", c.model_type}, {"problem", "no_gpu_forward"}});
+  auto m = std::make_unique<GpuModel>();
   m->config = c;
   Uploader up(ctx, folder, opts);
   const uint32_t H = c.hidden, D = c.head_dim, I = c.intermediate;

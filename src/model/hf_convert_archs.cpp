@@ -3,6 +3,7 @@
 #include "model/hf_convert_archs.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <optional>
@@ -174,6 +175,88 @@ Result<json> gemma3Config(const json& hfIn, Quant quant) {
              {"prefill_chunk_size", prefill},
              {"is_text_model", textOnly}};
   return chatConfig("gemma3_text", quant, mc, context, sliding.get<int64_t>(), prefill);
+}
+
+// The value of `key` in the first per_layer_config entry of a full-attention layer (transformers 5.17 writes the
+// full layers' head_dim there instead of global_head_dim), or null.
+json fullLayerOverride(const json& text, const char* key) {
+  const json types = text.value("layer_types", json::array());
+  const json plc = text.value("per_layer_config", json::object());
+  if (!types.is_array() || !plc.is_object()) return json();
+  for (size_t i = 0; i < types.size(); ++i) {
+    if (types[i] != "full_attention") continue;
+    auto it = plc.find(std::to_string(i));
+    if (it != plc.end() && it->is_object() && it->contains(key)) return (*it)[key];
+  }
+  return json();
+}
+
+// MLC's Gemma4Config {text_config: Gemma4TextConfig, ...} (gemma4_model.py, mlc-llm fa7cf711) from a HF Gemma 4
+// config (text-only gemma4_text, or the multimodal gemma4 with a text_config); defaults are transformers 5.17's.
+Result<json> gemma4Config(const json& hfIn, Quant quant) {
+  const bool textOnly = !hfIn.contains("text_config") || !hfIn["text_config"].is_object();
+  const json& text = textOnly ? hfIn : hfIn["text_config"];
+  Fields f(text);
+  json t = {{"hidden_size", f.required("hidden_size")},
+            {"intermediate_size", f.required("intermediate_size")},
+            {"num_hidden_layers", f.required("num_hidden_layers")}};
+  if (auto e = f.error()) return *e;
+  const int64_t L = t["num_hidden_layers"].get<int64_t>();
+  t["vocab_size"] = f.get("vocab_size", 262144);
+  t["attention_bias"] = f.get("attention_bias", false);
+  t["num_attention_heads"] = f.get("num_attention_heads", 8);
+  t["num_key_value_heads"] = f.get("num_key_value_heads", 4);
+  t["head_dim"] = f.get("head_dim", 256);
+  t["rms_norm_eps"] = f.get("rms_norm_eps", 1e-6);
+  json act = f.get("hidden_activation", "gelu_pytorch_tanh");
+  if (act != "gelu_pytorch_tanh")
+    return cfgError("hidden_activation", "unsupported", "must be gelu_pytorch_tanh for gemma4");
+  t["hidden_activation"] = act;
+  for (const char* k : {"attention_bias", "attention_k_eq_v", "enable_moe_block"})
+    if (f.get(k, false) != false) return cfgError(k, "unsupported", "must be false (gemma4 without it is implemented)");
+  json types = f.get("layer_types", json());
+  if (types.is_null()) {  // transformers' default: every 6th layer full, and the last
+    types = json::array();
+    for (int64_t i = 0; i < L; ++i) types.push_back((i + 1) % 6 == 0 || i == L - 1 ? "full_attention" : "sliding_attention");
+  }
+  t["layer_types"] = types;
+  json gd = f.get("global_head_dim", json());
+  if (gd.is_null()) gd = fullLayerOverride(text, "head_dim");
+  t["global_head_dim"] = gd.is_null() ? json(512) : gd;
+  json gkv = fullLayerOverride(text, "num_key_value_heads");  // transformers uses it only with attention_k_eq_v
+  t["num_global_key_value_heads"] = gkv.is_null() ? t["num_key_value_heads"] : gkv;
+  t["num_kv_shared_layers"] = f.get("num_kv_shared_layers", 0);
+  t["use_double_wide_mlp"] = f.get("use_double_wide_mlp", false);
+  t["hidden_size_per_layer_input"] = f.get("hidden_size_per_layer_input", 256);
+  t["vocab_size_per_layer_input"] = f.get("vocab_size_per_layer_input", 262144);
+  t["final_logit_softcapping"] = f.get("final_logit_softcapping", json());
+  const json sliding = f.get("sliding_window", 512);
+  if (!sliding.is_number_integer() || sliding.get<int64_t>() <= 0)
+    return cfgError("sliding_window", "bad_value", "is not a positive integer (gemma4's sliding layers need it)");
+  t["sliding_window_size"] = sliding;
+  json rope = f.get("rope_parameters", json());
+  if (!rope.is_object())
+    rope = {{"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10000.0}}},
+            {"full_attention", {{"rope_type", "proportional"}, {"partial_rotary_factor", 0.25}, {"rope_theta", 1e6}}}};
+  t["position_embedding_base"] = rope.value("sliding_attention", json::object()).value("rope_theta", 10000.0);
+  t["global_position_embedding_base"] = rope.value("full_attention", json::object()).value("rope_theta", 1e6);
+  t["kwargs"] = {{"rope_parameters", rope}};
+  auto ctx = contextWindow(f);
+  if (!ctx) return std::move(ctx).error();
+  const int64_t prefill = prefillChunk(*ctx, *ctx);
+  t["context_window_size"] = *ctx;
+  t["prefill_chunk_size"] = prefill;
+  t["tensor_parallel_shards"] = 1;
+  t["max_batch_size"] = 1;
+  json mc = {{"text_config", t},
+             {"vocab_size", t["vocab_size"]},
+             {"tensor_parallel_shards", 1},
+             {"max_batch_size", 1},
+             {"context_window_size", *ctx},
+             {"sliding_window_size", sliding},
+             {"prefill_chunk_size", prefill},
+             {"is_text_model", textOnly}};
+  return chatConfig("gemma4", quant, mc, *ctx, sliding.get<int64_t>(), prefill);
 }
 
 Result<json> phi3Config(const json& hf, Quant quant) {
@@ -429,8 +512,8 @@ bool isGemmaNorm(const std::string& n) { return endsWith(n, "layernorm.weight") 
 
 }  // namespace
 
-constexpr std::string_view kOtherTypes[] = {"gemma",    "gemma2",   "gemma3_text", "phi3", "olmo2",
-                                            "stablelm", "gpt_neox", "phi",         "phi-msft", "ministral3"};
+constexpr std::string_view kOtherTypes[] = {"gemma",    "gemma2",   "gemma3_text", "phi3",     "olmo2",     "stablelm",
+                                            "gpt_neox", "phi",      "phi-msft",    "ministral3", "gemma4"};
 
 bool isOtherDecoderType(std::string_view t) {
   return std::find(std::begin(kOtherTypes), std::end(kOtherTypes), t) != std::end(kOtherTypes);
@@ -444,6 +527,7 @@ std::string otherDecoderModelType(const nlohmann::json& hf) {
     textType = hf["text_config"].value("model_type", "");
   if (isOtherDecoderType(type)) return type;
   if (type == "gemma3" && !textType.empty()) return "gemma3_text";
+  if (type == "gemma4_text" || (type == "gemma4" && textType == "gemma4_text")) return "gemma4";
   if (type == "mistral3" && textType == "ministral3") return "ministral3";
   return "";
 }
@@ -496,6 +580,7 @@ Result<nlohmann::json> otherDecoderChatConfig(const nlohmann::json& hfRaw, Quant
   const json hf = hoistRopeParameters(hfRaw);
   const std::string type = otherDecoderModelType(hf);
   try {
+    if (type == "gemma4") return gemma4Config(hfRaw, quant);  // per-layer-type rope_parameters, kept as they are
     if (type == "gemma" || type == "gemma2") return gemmaConfig(hf, quant, type == "gemma2");
     if (type == "gemma3_text") return gemma3Config(hf, quant);
     if (type == "phi3") return phi3Config(hf, quant);
@@ -513,13 +598,51 @@ Result<nlohmann::json> otherDecoderChatConfig(const nlohmann::json& hfRaw, Quant
 
 std::string textModelTensorName(const std::string& hf) {
   for (std::string_view drop : {"vision_tower.", "multi_modal_projector.", "model.vision_tower.",
-                                "model.multi_modal_projector.", "vision_model.", "model.vision_model."})
+                                "model.multi_modal_projector.", "vision_model.", "model.vision_model.",
+                                "model.audio_tower.", "model.embed_vision.", "model.embed_audio."})
     if (startsWith(hf, drop)) return "";
   if (startsWith(hf, "language_model.model.")) return "model." + hf.substr(21);
   if (startsWith(hf, "model.language_model.")) return "model." + hf.substr(21);
   if (startsWith(hf, "language_model.lm_head.")) return hf.substr(15);
   return hf;
 }
+
+namespace {
+
+// gemma4 (gemma4_loader.py, mlc-llm fa7cf711): HF's names; gate|up fused; both embeddings pre-multiplied; the
+// per-layer embedding split into shards of whole layers; layer_scalar padded to 2; the KV-shared layers' k/v/k_norm,
+// which transformers 5.17 neither creates nor saves, written as zeros / ones when the checkpoint lacks them.
+HfSource gemma4Source(const ModelConfig& c, const std::string& mlc) {
+  if (mlc == "model.embed_tokens.weight") {
+    HfSource s{{mlc}};
+    s.scale = std::sqrt((double)c.hidden);
+    return s;
+  }
+  const std::string shard = "model.embed_tokens_per_layer.shards.";
+  if (startsWith(mlc, shard)) {
+    const int index = std::stoi(mlc.substr(shard.size()));
+    const std::vector<int> layers = gemma4PleShardLayers(c);
+    HfSource s{{"model.embed_tokens_per_layer.weight"}};
+    s.scale = std::sqrt((double)c.ple_dim);
+    for (int k = 0; k < index; ++k) s.col_first += (int64_t)layers[k] * c.ple_dim;
+    s.col_count = (int64_t)layers[index] * c.ple_dim;
+    s.col_total = (int64_t)c.n_layers * c.ple_dim;
+    return s;
+  }
+  if (endsWith(mlc, ".layer_scalar")) {
+    HfSource s{{mlc}};
+    s.pad_to = 2;
+    return s;
+  }
+  if (auto f = standardFusion(mlc); f && endsWith(mlc, "gate_up_proj.weight")) return {*f};
+  HfSource s{{mlc}};
+  if (endsWith(mlc, "self_attn.k_proj.weight") || endsWith(mlc, "self_attn.v_proj.weight"))
+    s.fill_if_missing = HfSource::Fill::kZeros;
+  if (endsWith(mlc, "self_attn.k_norm.weight")) s.fill_if_missing = HfSource::Fill::kOnes;
+  return s;
+}
+
+}  // namespace
 
 HfSource hfSourceOf(const ModelConfig& c, const std::string& mlc) {
   using T = HfSource::Transform;
@@ -535,6 +658,7 @@ HfSource hfSourceOf(const ModelConfig& c, const std::string& mlc) {
     if (auto f = standardFusion(n); f && endsWith(n, "gate_up_proj.weight")) return {*f};
     return {{n}};  // q/k/v stay separate in gemma3
   }
+  if (type == "gemma4") return gemma4Source(c, mlc);
   if (type == "phi3") {
     if (mlc == "transformer.embd.weight") return {{"model.embed_tokens.weight"}};
     if (mlc == "transformer.norm.weight") return {{"model.norm.weight"}};
@@ -599,6 +723,21 @@ Result<std::vector<float>> applyHfSource(const HfSource& s, const std::vector<co
         }
     out = std::move(r);
   }
+  if (s.col_count > 0) {
+    if (s.col_total <= 0 || out.size() % (size_t)s.col_total != 0 || s.col_first + s.col_count > s.col_total)
+      return makeError(ErrorCode::kInvalidModelFolder,
+                       "model.safetensors: " + s.names[0] + " has " + std::to_string(out.size()) +
+                           " values, not rows of " + std::to_string(s.col_total),
+                       {{"file", "model.safetensors"}, {"tensor", s.names[0]}, {"problem", "bad_shape"}});
+    const size_t rows = out.size() / (size_t)s.col_total;
+    std::vector<float> r(rows * (size_t)s.col_count);
+    for (size_t i = 0; i < rows; ++i)
+      std::copy_n(out.begin() + i * s.col_total + s.col_first, s.col_count, r.begin() + i * s.col_count);
+    out = std::move(r);
+  }
+  if (s.scale != 1.0)
+    for (float& x : out) x = (float)((double)x * s.scale);
+  if (s.pad_to > 0 && (int64_t)out.size() < s.pad_to) out.resize((size_t)s.pad_to, 0.0f);
   return out;
 }
 
@@ -619,6 +758,10 @@ Result<WeightMap> otherDecoderWeights(const ModelConfig& c, const std::map<std::
     if (out.count(name)) continue;
     const HfSource src = hfSourceOf(c, name);
     std::vector<const std::vector<float>*> parts;
+    if (src.fill_if_missing != HfSource::Fill::kNone && src.names.size() == 1 && !hf.count(src.names[0])) {
+      out[name].assign((size_t)(p.rows * p.cols), src.fill_if_missing == HfSource::Fill::kOnes ? 1.0f : 0.0f);
+      continue;
+    }
     for (const std::string& n : src.names) {
       auto it = hf.find(n);
       if (it == hf.end())

@@ -20,7 +20,7 @@ namespace ewgpu {
 bool isOtherDecoderType(std::string_view mlc_model_type);
 
 // The MLC model_type a HF config converts to when it is one of these architectures ("" otherwise):
-// gemma, gemma2, gemma3_text (also gemma3 with a text_config), phi3, olmo2, stablelm, gpt_neox, phi, phi-msft,
+// gemma, gemma2, gemma3_text (also gemma3 with a text_config), gemma4 (gemma4_text, or gemma4 with a text_config), phi3, olmo2, stablelm, gpt_neox, phi, phi-msft,
 // ministral3 (HF "mistral3" / "ministral3").
 std::string otherDecoderModelType(const nlohmann::json& hf);
 
@@ -39,6 +39,14 @@ struct HfSource {
   };
   std::vector<std::string> names;
   Transform transform = Transform::kConcatRows;
+  // gemma4 (applied after the transform): the values times `scale` (its two embeddings, pre-multiplied as MLC's
+  // loader does); columns [col_first, col_first + col_count) of a [rows, col_total] source (its per-layer embedding's
+  // shards; col_count 0 = all); zero-padded to pad_to values (layer_scalar [1] -> [2]); and, when the source is
+  // absent from the checkpoint, zeros / ones of the expected size (the KV-shared layers' unused k/v and k_norm).
+  double scale = 1.0;
+  int64_t col_first = 0, col_count = 0, col_total = 0;
+  int64_t pad_to = 0;
+  enum class Fill { kNone, kZeros, kOnes } fill_if_missing = Fill::kNone;
 };
 
 // HF tensor names of a vision-language checkpoint as those of its text model: "language_model.model.X" and

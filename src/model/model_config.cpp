@@ -16,7 +16,7 @@ constexpr std::pair<Arch, std::string_view> kArchNames[] = {
     {Arch::kQwen3, "qwen3"}, {Arch::kQwen3_5, "qwen3_5"}, {Arch::kGemma, "gemma"}, {Arch::kGemma2, "gemma2"},
     {Arch::kGemma3, "gemma3_text"}, {Arch::kPhi3, "phi3"}, {Arch::kOlmo2, "olmo2"}, {Arch::kStableLm, "stablelm"},
     {Arch::kGptNeox, "gpt_neox"}, {Arch::kPhi, "phi-msft"}, {Arch::kMinistral3, "ministral3"},
-    {Arch::kBert, "bert"},
+    {Arch::kBert, "bert"}, {Arch::kGemma4, "gemma4"},
 };
 constexpr std::pair<Quant, std::string_view> kQuantNames[] = {
     {Quant::kQ4F16_1, "q4f16_1"}, {Quant::kQ4F32_1, "q4f32_1"}, {Quant::kQ0F16, "q0f16"},
@@ -32,7 +32,8 @@ Error fieldError(const std::string& file, const std::string& field, const std::s
 // UNSUPPORTED naming the model_type: a valid folder of an architecture this engine has no forward pass for.
 Error unsupportedArchError(const std::string& file, const std::string& type) {
   std::string runnable;
-  for (auto& [k, n] : kArchNames) runnable += (runnable.empty() ? "" : ", ") + std::string(n);
+  for (auto& [k, n] : kArchNames)
+    if (archGpuRunnable(k)) runnable += (runnable.empty() ? "" : ", ") + std::string(n);
   return makeError(ErrorCode::kUnsupported,
                    file + ": model_type '" + type + "' is not an architecture this engine runs (it runs " + runnable + ")",
                    {{"file", file}, {"field", "model_type"}, {"problem", "unsupported"}, {"model_type", type}});
@@ -230,17 +231,18 @@ Status parseDims(const FieldReader& f, ModelConfig& c) {
   EWGPU_ASSIGN(c.n_heads, f.positive(pick(f, {"num_attention_heads", "n_head"}), 1 << 12));
   EWGPU_ASSIGN(c.vocab, f.positive("vocab_size", 1 << 24));
   EWGPU_ASSIGN(c.n_kv_heads, f.integer(pick(f, {"num_key_value_heads", "n_head_kv"}), c.n_heads, 1, 1 << 12, true));
-  int defHeadDim = c.arch == Arch::kQwen3_5 ? 256 : c.arch == Arch::kGemma3 ? 256 : c.hidden / c.n_heads;
+  const bool gemma3or4 = c.arch == Arch::kGemma3 || c.arch == Arch::kGemma4;
+  int defHeadDim = c.arch == Arch::kQwen3_5 || gemma3or4 ? 256 : c.hidden / c.n_heads;
   EWGPU_ASSIGN(c.head_dim, f.integer("head_dim", defHeadDim, 1, 1 << 14, true));
   double eps;
   const bool layer_norm = usesLayerNorm(c.arch);
   const char* epsName = layer_norm ? pick(f, {"layer_norm_eps", "layer_norm_epsilon"}) : "rms_norm_eps";
   std::optional<double> defEps;
-  if (c.arch == Arch::kGemma3) defEps = 1e-6;
+  if (gemma3or4) defEps = 1e-6;
   if (c.arch == Arch::kOlmo2) defEps = 1e-5;
   EWGPU_ASSIGN(eps, f.number(epsName, defEps, 0, 1, true));
   c.rms_eps = (float)eps;
-  double defTheta = c.arch == Arch::kQwen3_5 ? 1e7 : c.arch == Arch::kGemma3 ? 1e6 : 10000.0;
+  double defTheta = c.arch == Arch::kQwen3_5 ? 1e7 : c.arch == Arch::kGemma3 ? 1e6 : 10000.0;  // gemma4: sliding
   // qwen* and stablelm spell the RoPE base rope_theta, the others position_embedding_base.
   const char* thetaName = f.find("rope_theta") ? "rope_theta" : "position_embedding_base";
   EWGPU_ASSIGN(c.rope_theta, f.number(thetaName, defTheta, 0, 1e15, true));
@@ -257,6 +259,91 @@ Result<MlpKind> geluKind(const FieldReader& f, const std::string& file, MlpKind 
   if (a == "gelu") return MlpKind::kGelu;
   if (a == "gelu_new" || a == "gelu_pytorch_tanh" || a == "gelu_fast") return MlpKind::kGeluTanh;
   return fieldError(file, name, "unsupported", "names an unsupported activation " + a);
+}
+
+// Gemma 4's RoPE per layer type: rope_parameters {sliding_attention: {rope_type default, rope_theta},
+// full_attention: {rope_type proportional|default, rope_theta, partial_rotary_factor, factor}} (transformers 5.17;
+// MLC keeps it in text_config.kwargs), else MLC's position_embedding_base / global_position_embedding_base with
+// transformers' defaults for the rest (proportional, 0.25).
+Status parseGemma4Rope(const FieldReader& f, const std::string& file, ModelConfig& c) {
+  double x = 0;
+  EWGPU_ASSIGN(c.rope_global_theta, f.number("global_position_embedding_base", 1e6, 0, 1e15, true));
+  c.rope_global_partial = 0.25f;
+  const nlohmann::json* rp = f.find("rope_parameters");
+  if (!rp || !rp->is_object() || !rp->contains("full_attention")) return {};
+  for (const char* kind : {"sliding_attention", "full_attention"}) {
+    auto it = rp->find(kind);
+    if (it == rp->end() || it->is_null()) continue;
+    const std::string field = std::string("rope_parameters.") + kind + ".";
+    if (!it->is_object()) return fieldError(file, field, "wrong_type", "is not an object");
+    FieldReader r(kNoObject, *it, file, field);
+    const std::string type = it->value("rope_type", std::string("default"));
+    const bool full = std::string_view(kind) == "full_attention";
+    if (type != "default" && !(full && type == "proportional"))
+      return fieldError(file, field + "rope_type", "unsupported", "is " + type + " (gemma4 runs default / proportional)");
+    EWGPU_ASSIGN(x, r.number("rope_theta", full ? c.rope_global_theta : c.rope_theta, 0, 1e15, true));
+    (full ? c.rope_global_theta : c.rope_theta) = x;
+    if (!full) continue;
+    EWGPU_ASSIGN(x, r.number("partial_rotary_factor", 1.0, 0, 1, true));
+    c.rope_global_partial = (float)x;
+    EWGPU_ASSIGN(x, r.number("factor", 1.0, 0, 1e6, true));
+    c.rope_global_factor = (float)x;
+  }
+  return {};
+}
+
+// model_type gemma4 (MLC's Gemma4TextConfig, mlc-llm fa7cf711; transformers 5.17 Gemma4TextConfig): gemma3's
+// sandwich layer with per-layer-type head dims, KV sharing, per-layer inputs and a layer scalar.
+Status parseGemma4(const FieldReader& f, const std::string& file, ModelConfig& c) {
+  double x = 0;
+  bool b = false;
+  MlpKind act;
+  EWGPU_ASSIGN(act, geluKind(f, file, MlpKind::kGeluTanh));
+  if (act != MlpKind::kGeluTanh && act != MlpKind::kGelu) return fieldError(file, "hidden_activation", "unsupported", "is not GELU");
+  c.mlp = MlpKind::kGeGlu;
+  c.tie_embeddings = true;
+  c.post_norms = c.qk_norm = true;
+  c.attn_scale = 1.0;                                     // q/k are RMS-normed; no 1/sqrt(D)
+  c.embed_scale = 1.0f;                                   // stored pre-multiplied by sqrt(hidden) (MLC's loader)
+  c.logit_scale = 1.0 / std::sqrt((double)c.hidden);      // so the tied logits are divided back
+  EWGPU_ASSIGN(x, f.number("final_logit_softcapping", 0.0, 0, 1e9));
+  c.final_softcap = (float)x;
+  const char* win = pick(f, {"sliding_window_size", "sliding_window"});
+  EWGPU_ASSIGN(c.layer_window, f.integer(win, 0, 1, 1 << 30, true, -1));
+  if (c.layer_window <= 0) return fieldError(file, win, "missing_field", "is missing (gemma4's sliding layers need it)");
+  for (const char* k : {"attention_k_eq_v", "enable_moe_block"}) {
+    EWGPU_ASSIGN(b, f.boolean(k, false));
+    if (b) return fieldError(file, k, "unsupported", "is true (gemma4 with shared k=v or MoE blocks is not implemented)");
+  }
+  EWGPU_ASSIGN(b, f.boolean("attention_bias", false));
+  if (b) return fieldError(file, "attention_bias", "unsupported", "must be false for gemma4");
+  c.layer_full.assign(c.n_layers, true);  // MLC's default when layer_types is absent
+  if (const nlohmann::json* t = f.find("layer_types")) {
+    if (!t->is_array() || (int)t->size() != c.n_layers)
+      return fieldError(file, "layer_types", "bad_value", "is not an array of num_hidden_layers layer types");
+    for (int i = 0; i < c.n_layers; ++i) {
+      const nlohmann::json& e = (*t)[i];
+      if (e != "full_attention" && e != "sliding_attention")
+        return fieldError(file, "layer_types", "bad_value", "holds " + e.dump() + ", not full/sliding_attention");
+      c.layer_full[i] = e == "full_attention";
+    }
+  }
+  EWGPU_ASSIGN(c.global_head_dim, f.integer("global_head_dim", c.head_dim, 1, 1 << 14, true));
+  EWGPU_ASSIGN(c.global_kv_heads, f.integer("num_global_key_value_heads", c.n_kv_heads, 1, 1 << 12, true));
+  EWGPU_ASSIGN(c.kv_shared_layers, f.integer("num_kv_shared_layers", 0, 0, c.n_layers - 1));
+  EWGPU_ASSIGN(c.double_wide_mlp, f.boolean("use_double_wide_mlp", false));
+  EWGPU_ASSIGN(c.ple_dim, f.integer("hidden_size_per_layer_input", 0, 0, 1 << 14));
+  EWGPU_ASSIGN(c.ple_vocab, f.integer("vocab_size_per_layer_input", c.vocab, 1, 1 << 24, true));
+  for (int i = c.n_layers - c.kv_shared_layers; i < c.n_layers; ++i) {
+    bool found = false;  // a shared layer needs an earlier non-shared layer of its kind
+    for (int j = 0; j < c.n_layers - c.kv_shared_layers; ++j) found = found || c.layer_full[j] == c.layer_full[i];
+    if (!found)
+      return fieldError(file, "num_kv_shared_layers", "bad_value",
+                        "leaves layer " + std::to_string(i) + " no earlier layer of its type to share the KV of");
+  }
+  if (c.n_heads % c.global_kv_heads != 0)
+    return fieldError(file, "num_global_key_value_heads", "bad_value", "does not divide num_attention_heads");
+  return parseGemma4Rope(f, file, c);
 }
 
 // Layer shape of the families beyond llama / qwen (docs/architectures.md has the table).
@@ -292,6 +379,9 @@ Status parseFamily(const FieldReader& f, const std::string& file, ModelConfig& c
       }
       break;
     }
+    case Arch::kGemma4:
+      EWGPU_TRY(parseGemma4(f, file, c));
+      break;
     case Arch::kPhi3:
     case Arch::kStableLm:
       EWGPU_ASSIGN(x, f.number("partial_rotary_factor", 1.0, 0, 1, true));
@@ -493,14 +583,27 @@ std::optional<Arch> archFromName(std::string_view s) {
   if (s == "qwen3_5_text") return Arch::kQwen3_5;
   if (s == "phi") return Arch::kPhi;          // MLC registers phi-msft under both names
   if (s == "gemma3") return Arch::kGemma3;    // the text model of a gemma3 folder
+  if (s == "gemma4_text") return Arch::kGemma4;
   for (auto& [k, n] : kArchNames)
     if (n == s) return k;
   return std::nullopt;
 }
 
-bool archRunnable(std::string_view model_type) { return archFromName(model_type).has_value(); }
+bool archGpuRunnable(Arch a) { return a != Arch::kGemma4; }
+
+bool archRunnable(std::string_view model_type) {
+  const std::optional<Arch> a = archFromName(model_type);
+  return a && archGpuRunnable(*a);
+}
 
 std::vector<std::string> runnableArchNames() {
+  std::vector<std::string> v;
+  for (auto& [k, n] : kArchNames)
+    if (archGpuRunnable(k)) v.emplace_back(n);
+  return v;
+}
+
+std::vector<std::string> knownArchNames() {
   std::vector<std::string> v;
   for (auto& [k, n] : kArchNames) v.emplace_back(n);
   return v;
@@ -535,6 +638,7 @@ QuantSpec quantSpec(Quant q) {
 }
 
 int ModelConfig::windowOf(int layer) const {
+  if (isGemma4()) return layer < (int)layer_full.size() && !layer_full[layer] ? layer_window : 0;
   if (layer_window > 0 && window_pattern > 0) {
     // gemma2: layers 0, 2, 4, ... slide; gemma3: every layer but each pattern-th (5, 11, ... for 6).
     const bool sliding = arch == Arch::kGemma2 ? layer % 2 == 0 : (layer + 1) % window_pattern != 0;
@@ -544,6 +648,7 @@ int ModelConfig::windowOf(int layer) const {
 }
 
 double ModelConfig::ropeThetaOf(int layer) const {
+  if (isGemma4()) return windowOf(layer) > 0 ? rope_theta : rope_global_theta;
   return rope_local_theta > 0 && windowOf(layer) > 0 && layer_window > 0 ? rope_local_theta : rope_theta;
 }
 
@@ -553,6 +658,26 @@ bool ModelConfig::isFullAttention(int layer) const {
 }
 
 int ModelConfig::rotaryDim() const { return (int)(head_dim * partial_rotary_factor); }
+
+int ModelConfig::headDimOf(int layer) const {
+  return isGemma4() && windowOf(layer) == 0 ? global_head_dim : head_dim;
+}
+
+int ModelConfig::kvHeadsOf(int layer) const {
+  return isGemma4() && windowOf(layer) == 0 ? global_kv_heads : n_kv_heads;
+}
+
+int ModelConfig::intermediateOf(int layer) const {
+  return double_wide_mlp && isKvShared(layer) ? 2 * intermediate : intermediate;
+}
+
+int ModelConfig::kvSourceOf(int layer) const {
+  const int first_shared = n_layers - kv_shared_layers;
+  if (!isGemma4() || kv_shared_layers <= 0 || layer < first_shared) return layer;
+  for (int j = first_shared - 1; j >= 0; --j)
+    if (layer_full[j] == layer_full[layer]) return j;
+  return layer;  // parseGemma4 rejects a config where no such layer exists
+}
 
 static Result<ModelConfig> parseModelConfigUnchecked(const nlohmann::json& j, const std::string& path) {
   if (!j.is_object()) return fieldError(path, "", "wrong_type", "document is not a JSON object");

@@ -17,7 +17,8 @@ namespace ewgpu {
 enum class Arch {
   kLlama, kMistral, kQwen2, kQwen3, kQwen3_5,
   kGemma, kGemma2, kGemma3, kPhi3, kOlmo2, kStableLm, kGptNeox, kPhi, kMinistral3,
-  kBert,  // encoder (embedding model), issue 17
+  kBert,    // encoder (embedding model), issue 17
+  kGemma4,  // parsed, validated, CPU reference, tiny writer and converter; no GPU forward yet (archGpuRunnable)
 };
 // How a decoder layer normalises (docs/architectures.md): RMSNorm (stored weight as a plain multiplier; the (1 + w)
 // of gemma and qwen3_5 is baked in by the converters), or LayerNorm with a bias (stablelm, gpt_neox, phi).
@@ -33,6 +34,10 @@ std::optional<Arch> archFromName(std::string_view s);  // accepts "qwen3_5_text"
 // device fit, `ewgpu list --catalog` and the catalogue test ask this.
 bool archRunnable(std::string_view model_type);
 std::vector<std::string> runnableArchNames();  // "llama", "mistral", ... in Arch order
+// False for an architecture the model layer knows (parser, validator, CPU reference, writers) but the GPU
+// forward does not run yet: gemma4. archRunnable is archFromName && archGpuRunnable.
+bool archGpuRunnable(Arch a);
+std::vector<std::string> knownArchNames();     // every Arch's name (runnable or not), in Arch order
 inline bool usesLayerNorm(Arch a) { return a == Arch::kStableLm || a == Arch::kGptNeox || a == Arch::kPhi; }
 std::string_view quantName(Quant q);                   // "q4f16_1", ...
 std::optional<Quant> quantFromName(std::string_view s);
@@ -109,6 +114,21 @@ struct ModelConfig {
   int window_pattern = 0;          // gemma2: 2 (even layers slide), gemma3: sliding_window_pattern
   double rope_local_theta = 0.0;   // gemma3: the RoPE base of the sliding layers (0: rope_theta)
 
+  // Gemma 4 (docs/architectures.md "gemma4"); unused elsewhere. head_dim / n_kv_heads / intermediate /
+  // rope_theta are the sliding layers' (and the single-wide MLP's); the per-layer accessors below resolve them.
+  std::vector<bool> layer_full;    // per layer: full attention (true) or sliding (layer_window); empty elsewhere
+  int global_head_dim = 0;         // head_dim of the full-attention layers (E2B 512)
+  int global_kv_heads = 0;         // num_global_key_value_heads (defaults to n_kv_heads)
+  int kv_shared_layers = 0;        // the last this many layers reuse the KV of an earlier layer (kvSourceOf)
+  bool double_wide_mlp = false;    // the KV-shared layers' MLP is 2 x intermediate wide
+  int ple_dim = 0;                 // hidden_size_per_layer_input: width of each layer's per-layer input
+  int ple_vocab = 0;               // vocab_size_per_layer_input: rows of the per-layer embedding
+  double rope_global_theta = 0.0;  // the full layers' RoPE base
+  float rope_global_partial = 1.0f;  // full layers' "proportional" RoPE: the share of head_dim/2 frequencies used
+  float rope_global_factor = 1.0f;   // its frequency divisor (rope_parameters.full_attention.factor)
+  double logit_scale = 1.0;        // logits times this before the soft-cap (gemma4: 1/sqrt(hidden), the stored
+                                   // tied embedding being pre-multiplied by sqrt(hidden))
+
   // Qwen3.5 (Gated DeltaNet) only; 0 elsewhere.
   int lin_k_heads = 0;  // linear_num_key_heads
   int lin_v_heads = 0;  // linear_num_value_heads
@@ -138,6 +158,15 @@ struct ModelConfig {
   double ropeThetaOf(int layer) const;    // RoPE base of a layer
   double attnScale() const { return attn_scale > 0 ? attn_scale : 1.0 / std::sqrt((double)head_dim); }
   int rotaryDim() const;                  // int(head_dim * partial_rotary_factor)
+  // Per-layer shape (gemma4 varies it by layer; every other architecture returns the global field).
+  bool isGemma4() const { return arch == Arch::kGemma4; }
+  int headDimOf(int layer) const;        // head_dim, or global_head_dim on a gemma4 full layer
+  int kvHeadsOf(int layer) const;        // n_kv_heads, or global_kv_heads on a gemma4 full layer
+  int intermediateOf(int layer) const;   // intermediate, doubled on gemma4's KV-shared layers (double_wide_mlp)
+  // The layer whose KV cache `layer` attends over: itself, or for gemma4's last kv_shared_layers layers the last
+  // earlier non-shared layer of the same kind (sliding / full).
+  int kvSourceOf(int layer) const;
+  bool isKvShared(int layer) const { return kvSourceOf(layer) != layer; }
   int linearConvDim() const { return 2 * lin_k_heads * lin_k_dim + lin_v_heads * lin_v_dim; }  // C
 
   // BERT (encoder, model_task "embedding") only; see parseBertConfig in model_config.cpp. A bert config also

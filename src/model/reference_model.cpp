@@ -50,6 +50,17 @@ double yarnMscale(double s, double m) { return s <= 1 ? 1.0 : 0.1 * m * std::log
 
 ref::RopeSpec ropeSpecOf(const ModelConfig& c, int layer) {
   ref::RopeSpec r;
+  if (c.isGemma4()) {  // sliding: default RoPE over head_dim; full: proportional over global_head_dim
+    r.rotary_dim = c.headDimOf(layer);
+    r.theta = c.ropeThetaOf(layer);
+    r.float32_angles = true;
+    if (c.windowOf(layer) == 0) {
+      r.proportional = true;
+      r.rotated_pairs = (int)std::floor(c.rope_global_partial * r.rotary_dim / 2.0);
+      r.freq_divisor = c.rope_global_factor;
+    }
+    return r;
+  }
   r.rotary_dim = c.rotaryDim();
   r.theta = c.ropeThetaOf(layer);
   r.llama3 = llama3Scaling(c);
@@ -100,14 +111,26 @@ Status ReferenceModel::loadLayer(const ModelFolder& f, int i) {
   EWGPU_TRY(norm(n.post_attn_norm, w.attn_out_norm));
   EWGPU_TRY(norm(n.post_ffn_norm, w.mlp_out_norm));
   const bool gated = c.mlp == MlpKind::kSwiGlu || c.mlp == MlpKind::kGeGlu;
-  EWGPU_TRY(take(w.gate_up, loadMatrixF32(f, n.up, (gated ? 2 : 1) * c.intermediate, c.hidden)));
-  EWGPU_TRY(take(w.down, loadMatrixF32(f, n.down, c.hidden, c.intermediate)));
+  w.intermediate = c.intermediateOf(i);
+  EWGPU_TRY(take(w.gate_up, loadMatrixF32(f, n.up, (gated ? 2 : 1) * w.intermediate, c.hidden)));
+  EWGPU_TRY(take(w.down, loadMatrixF32(f, n.down, c.hidden, w.intermediate)));
+  if (!n.ple_gate.empty()) {
+    EWGPU_TRY(take(w.ple_gate, loadMatrixF32(f, n.ple_gate, c.ple_dim, c.hidden)));
+    EWGPU_TRY(take(w.ple_proj, loadMatrixF32(f, n.ple_proj, c.hidden, c.ple_dim)));
+    EWGPU_TRY(norm(n.ple_norm, w.ple_norm));
+  }
+  if (!n.layer_scalar.empty()) {
+    std::vector<float> s;
+    EWGPU_TRY(take(s, loadVectorF32(f, n.layer_scalar)));
+    if (s.empty()) return makeError(ErrorCode::kInvalidModelFolder, n.layer_scalar + " is empty", {{"layer", i}});
+    w.layer_scalar = s[0];  // [1] is MLC's zero padding
+  }
   if (n.up_bias) EWGPU_TRY(take(w.up_bias, loadVectorF32(f, n.up + ".bias")));
   if (n.down_bias) EWGPU_TRY(take(w.down_bias, loadVectorF32(f, n.down + ".bias")));
-  const int H = c.hidden, D = c.head_dim;
+  const int H = c.hidden, D = c.headDimOf(i);
   if (w.full_attention) {
     AttentionWeights& a = w.attn;
-    const int q_rows = (c.arch == Arch::kQwen3_5 ? 2 : 1) * c.n_heads * D, kv_rows = c.n_kv_heads * D;
+    const int q_rows = (c.arch == Arch::kQwen3_5 ? 2 : 1) * c.n_heads * D, kv_rows = c.kvHeadsOf(i) * D;
     if (n.qkv.size() == 1) {
       EWGPU_TRY(take(a.qkv, loadMatrixF32(f, n.qkv[0], q_rows + 2 * kv_rows, H)));
       if (n.qkv_bias) EWGPU_TRY(take(a.qkv_bias, loadVectorF32(f, n.qkv[0] + ".bias")));
@@ -155,10 +178,49 @@ Result<ReferenceModel> ReferenceModel::load(const ModelFolder& folder) {
   if (names.lm_head_bias) EWGPU_TRY(take(m.lm_head_bias_, loadVectorF32(folder, names.lm_head + ".bias")));
   EWGPU_TRY(take(m.final_norm_.w, loadVectorF32(folder, names.final_norm)));
   if (c.norm == NormKind::kLayer) EWGPU_TRY(take(m.final_norm_.b, loadVectorF32(folder, normBiasName(names.final_norm))));
+  EWGPU_TRY(m.loadGemma4(folder));
   m.layers_.resize(c.n_layers);
   for (int i = 0; i < c.n_layers; ++i) EWGPU_TRY(m.loadLayer(folder, i));
   m.reset();
   return m;
+}
+
+Status ReferenceModel::loadGemma4(const ModelFolder& folder) {
+  const ModelConfig& c = config_;
+  const ModelNames names = modelNames(c);
+  if (names.ple_shards.empty()) return {};
+  const std::vector<int> shard_layers = gemma4PleShardLayers(c);
+  const int64_t width = (int64_t)c.n_layers * c.ple_dim;
+  ple_embed_.assign((size_t)c.ple_vocab * width, 0.0f);
+  int64_t first = 0;  // first column of this shard in the whole table
+  for (size_t s = 0; s < names.ple_shards.size(); ++s) {
+    const int64_t cols = (int64_t)shard_layers[s] * c.ple_dim;
+    std::vector<float> part;
+    EWGPU_TRY(take(part, loadMatrixF32(folder, names.ple_shards[s], c.ple_vocab, cols)));
+    for (int64_t r = 0; r < c.ple_vocab; ++r)
+      std::copy_n(part.begin() + r * cols, cols, ple_embed_.begin() + r * width + first);
+    first += cols;
+  }
+  EWGPU_TRY(take(ple_projection_, loadMatrixF32(folder, names.ple_projection, (int)width, c.hidden)));
+  EWGPU_TRY(take(ple_projection_norm_.w, loadVectorF32(folder, names.ple_projection_norm)));
+  return {};
+}
+
+// (rmsNorm(per_layer_model_projection(x) / sqrt(hidden)) per layer + embed_tokens_per_layer[token]) / sqrt(2), with x
+// the (scaled) token embedding; the stored per-layer embedding already holds its sqrt(hpl).
+std::vector<float> ReferenceModel::perLayerInputs(std::span<const int32_t> tokens, std::span<const float> x) const {
+  const ModelConfig& c = config_;
+  const int n = (int)tokens.size(), width = c.n_layers * c.ple_dim;
+  std::vector<float> proj = ref::linear(x, ple_projection_, width, c.hidden);  // [n, L * hpl]
+  const double in_scale = 1.0 / std::sqrt((double)c.hidden), out_scale = 1.0 / std::sqrt(2.0);
+  for (float& v : proj) v = (float)(v * in_scale);
+  proj = ref::rmsNorm(proj, ple_projection_norm_.w, c.rms_eps);  // rows of hpl: one norm per layer
+  for (int t = 0; t < n; ++t)
+    for (int k = 0; k < width; ++k) {
+      float& v = proj[(size_t)t * width + k];
+      v = (float)(((double)v + ple_embed_[(size_t)tokens[t] * width + k]) * out_scale);
+    }
+  return proj;
 }
 
 void ReferenceModel::reset() {
@@ -178,7 +240,7 @@ std::vector<float> ReferenceModel::attention(int layer, std::span<const float> h
   const ModelConfig& c = config_;
   const AttentionWeights& w = layers_[layer].attn;
   LayerState& st = state_[layer];
-  const int D = c.head_dim, q_width = c.n_heads * D, kv_width = c.n_kv_heads * D;
+  const int D = c.headDimOf(layer), q_width = c.n_heads * D, kv_width = c.kvHeadsOf(layer) * D;
   const bool gated = c.arch == Arch::kQwen3_5;  // per head: D query rows, then D gate rows
   const int q_rows = (gated ? 2 : 1) * q_width, rows = q_rows + 2 * kv_width;
   const std::vector<float> qkv = ref::linear(h, w.qkv, rows, c.hidden, w.qkv_bias);  // [n, rows]
@@ -195,6 +257,7 @@ std::vector<float> ReferenceModel::attention(int layer, std::span<const float> h
   // q/k norms: rows of head_dim (one norm per head), or olmo2's over the whole projection (rows of q_width).
   if (!w.q_norm.empty()) q = ref::rmsNorm(q, w.q_norm, c.rms_eps);
   if (!w.k_norm.empty()) k = ref::rmsNorm(k, w.k_norm, c.rms_eps);
+  if (c.isGemma4()) v = ref::rmsNorm(v, std::vector<float>(D, 1.0f), c.rms_eps);  // v_norm: no scale
   const ref::RopeSpec rope = ropeSpecOf(c, layer);
   for (int t = 0; t < n; ++t) {
     ref::ropeNeox(std::span(q).subspan((size_t)t * q_width, q_width), D, rope, position_ + t);
@@ -208,9 +271,14 @@ std::vector<float> ReferenceModel::attention(int layer, std::span<const float> h
       for (int i = 0; i < q_width; ++i) q[(size_t)t * q_width + i] = (float)(q[(size_t)t * q_width + i] * f);
     }
   }
-  st.k_cache.insert(st.k_cache.end(), k.begin(), k.end());
-  st.v_cache.insert(st.v_cache.end(), v.begin(), v.end());
-  std::vector<float> a = ref::causalAttention(q, st.k_cache, st.v_cache, n, c.n_heads, c.n_kv_heads, D,
+  // gemma4's KV-shared layers attend over their source layer's cache (already holding these tokens) and add none.
+  const int src = c.kvSourceOf(layer);
+  if (src == layer) {
+    st.k_cache.insert(st.k_cache.end(), k.begin(), k.end());
+    st.v_cache.insert(st.v_cache.end(), v.begin(), v.end());
+  }
+  const LayerState& kv = state_[src];
+  std::vector<float> a = ref::causalAttention(q, kv.k_cache, kv.v_cache, n, c.n_heads, c.kvHeadsOf(layer), D,
                                               (float)c.attnScale(), c.windowOf(layer), c.attn_softcap);
   for (size_t i = 0; i < gate.size(); ++i) a[i] = (float)(a[i] * ref::sigmoid(gate[i]));
   return ref::linear(a, w.o, c.hidden, q_width, w.o_bias);
@@ -241,7 +309,7 @@ std::vector<float> ReferenceModel::gatedDeltaNet(int layer, std::span<const floa
 }
 
 std::vector<float> ReferenceModel::mlp(const LayerWeights& w, std::span<const float> h, int n) const {
-  const int I = config_.intermediate;
+  const int I = w.intermediate;
   std::vector<float> act;
   if (config_.mlp == MlpKind::kSwiGlu || config_.mlp == MlpKind::kGeGlu) {
     const std::vector<float> gu = ref::linear(h, w.gate_up, 2 * I, config_.hidden, w.up_bias);  // [n, 2I]
@@ -269,6 +337,7 @@ std::vector<float> ReferenceModel::forward(std::span<const int32_t> tokens) {
   for (int t = 0; t < n; ++t) std::copy_n(embed_.begin() + (size_t)tokens[t] * H, H, x.begin() + (size_t)t * H);
   if (c.embed_scale != 1.0f)
     for (float& v : x) v = (float)((double)v * c.embed_scale);
+  const std::vector<float> pli = ple_embed_.empty() ? std::vector<float>{} : perLayerInputs(tokens, x);
   layer_outputs_.assign(c.n_layers, {});
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& w = layers_[l];
@@ -283,11 +352,25 @@ std::vector<float> ReferenceModel::forward(std::span<const int32_t> tokens) {
       std::vector<float> m = mlp(w, norm(w.post_norm, x), n);
       addInPlace(x, w.mlp_out_norm.empty() ? m : norm(w.mlp_out_norm, m));
     }
+    if (!w.ple_gate.empty()) {  // gemma4: x += norm(proj(gelu(gate(x)) * per-layer input of this layer))
+      const int P = c.ple_dim;
+      std::vector<float> g = ref::linear(x, w.ple_gate, P, H);  // [n, hpl]
+      for (int t = 0; t < n; ++t)
+        for (int k = 0; k < P; ++k) {
+          float& v = g[(size_t)t * P + k];
+          v = (float)(ref::geluTanh(v) * pli[(size_t)t * c.n_layers * P + (size_t)l * P + k]);
+        }
+      addInPlace(x, norm(w.ple_norm, ref::linear(g, w.ple_proj, H, P)));
+    }
+    if (w.layer_scalar != 1.0f)
+      for (float& v : x) v = (float)((double)v * w.layer_scalar);
     layer_outputs_[l] = x;
   }
   final_hidden_ = norm(final_norm_, x);
   position_ += n;
   std::vector<float> out = ref::linear(final_hidden_, lm_head_.empty() ? embed_ : lm_head_, c.vocab, H, lm_head_bias_);
+  if (c.logit_scale != 1.0)
+    for (float& v : out) v = (float)(v * c.logit_scale);
   if (c.final_softcap > 0)
     for (float& v : out) v = (float)ref::softcap(v, c.final_softcap);
   return out;

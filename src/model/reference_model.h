@@ -83,6 +83,12 @@ class ReferenceModel {
     std::vector<float> gate_up;  // [2 * intermediate, hidden], rows gate | up; or fc1 [intermediate, hidden]
     std::vector<float> up_bias, down_bias;
     std::vector<float> down;     // [hidden, intermediate]
+    int intermediate = 0;        // this layer's MLP width (gemma4: doubled on KV-shared layers)
+    // gemma4: the per-layer input branch and the layer scalar (1 elsewhere).
+    std::vector<float> ple_gate;  // [hpl, hidden]
+    std::vector<float> ple_proj;  // [hidden, hpl]
+    Norm ple_norm;                // [hidden]
+    float layer_scalar = 1.0f;
   };
   struct LayerState {
     std::vector<float> k_cache, v_cache;  // [position, n_kv_heads * head_dim] (K after norm and RoPE)
@@ -94,12 +100,19 @@ class ReferenceModel {
   std::vector<float> attention(int layer, std::span<const float> h, int n);
   std::vector<float> gatedDeltaNet(int layer, std::span<const float> h, int n);
   std::vector<float> mlp(const LayerWeights& w, std::span<const float> h, int n) const;
+  // gemma4: the per-layer inputs of n tokens, [n, n_layers * hpl] (layer l's hpl values at column l * hpl).
+  std::vector<float> perLayerInputs(std::span<const int32_t> tokens, std::span<const float> x) const;
+  Status loadGemma4(const ModelFolder& folder);
 
   ModelConfig config_;
   std::vector<float> embed_;       // [vocab, hidden]
   std::vector<float> lm_head_;     // [vocab, hidden]; empty when tied to embed_
   Norm final_norm_;                // [hidden]
   std::vector<float> lm_head_bias_;  // [vocab] (phi) or empty
+  // gemma4 per-layer inputs (empty elsewhere).
+  std::vector<float> ple_embed_;       // [ple_vocab, n_layers * hpl], the shards side by side (stored x sqrt(hpl))
+  std::vector<float> ple_projection_;  // [n_layers * hpl, hidden]
+  Norm ple_projection_norm_;           // [hpl]
   std::vector<float> norm(const Norm& n, std::span<const float> x) const;
   std::vector<LayerWeights> layers_;
   std::vector<LayerState> state_;

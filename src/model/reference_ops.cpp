@@ -126,6 +126,12 @@ std::vector<double> ropeInvFreq(int rotary_dim, double theta, const std::optiona
 
 std::vector<double> ropeInvFreq(const RopeSpec& r, int64_t pos) {
   const int R = r.rotary_dim;
+  if (r.proportional) {
+    std::vector<double> inv(R / 2, 0.0);
+    for (int i = 0; i < std::min(r.rotated_pairs, R / 2); ++i)
+      inv[i] = 1.0 / std::pow(r.theta, 2.0 * i / R) / r.freq_divisor;
+    return inv;
+  }
   if (!r.short_factor.empty()) {  // longrope
     const std::vector<double>& ext = pos < r.original ? r.short_factor : r.long_factor;
     std::vector<double> inv(R / 2);
@@ -158,7 +164,7 @@ void ropeCosSin(const RopeSpec& r, int64_t pos, std::vector<double>& cos, std::v
   cos.resize(inv.size());
   sin.resize(inv.size());
   for (size_t i = 0; i < inv.size(); ++i) {
-    const double angle = (double)pos * inv[i];
+    const double angle = r.float32_angles ? (double)((float)pos * (float)inv[i]) : (double)pos * inv[i];
     cos[i] = std::cos(angle) * r.attention_factor;
     sin[i] = std::sin(angle) * r.attention_factor;
   }

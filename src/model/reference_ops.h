@@ -92,6 +92,16 @@ struct RopeSpec {
   bool yarn = false;
   double yarn_factor = 1.0, beta_fast = 32.0, beta_slow = 1.0;
   int yarn_original = 0;
+  // gemma4's "proportional" RoPE (transformers 5.17 _compute_proportional_rope_parameters): the rotation spans the
+  // whole head (rotary_dim = head_dim, pairs (i, i + head_dim/2)) but only the first rotated_pairs frequencies are
+  // theta^(-2i/head_dim) / freq_divisor; the rest are 0 (those dims pass unrotated).
+  bool proportional = false;
+  // The angle pos * inv_freq rounded as float32 (inv_freq too), as transformers (and MLC's kernels) compute it.
+  // gemma4 only: its softmax scale 1 over RMS-normed q/k turns the float32 angle rounding at positions ~150 into
+  // 4e-5 of max |logit| against a double angle; the other families are insensitive and keep double angles.
+  bool float32_angles = false;
+  int rotated_pairs = 0;
+  double freq_divisor = 1.0;
 };
 // The inverse frequencies [rotary_dim / 2] at position `pos` (longrope switches factors by position).
 std::vector<double> ropeInvFreq(const RopeSpec& r, int64_t pos);

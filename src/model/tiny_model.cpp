@@ -197,6 +197,28 @@ bool familyTinyConfig(const TinyModelSpec& spec, ModelConfig& c) {
       c.rms_eps = 1e-5f;
       c.tie_embeddings = false;
       return true;
+    case Arch::kGemma4: {
+      // Tiny: 5 layers s s f s f whose last 2 share the KV of layers 1 (sliding) and 2 (full) with double-wide
+      // MLPs, full layers of twice the head dim with proportional RoPE, a window shorter than the tests' prompts.
+      // A real shape (n_layers from the spec) keeps E2B's 4:1 pattern and sizes.
+      if (tiny && spec.n_layers <= 0) c.n_layers = 5;
+      const int L = c.n_layers;
+      c.layer_full.assign(L, false);
+      for (int i = 0; i < L; ++i) c.layer_full[i] = tiny ? ((i + 1) % 3 == 0 || i == L - 1) : (i + 1) % 5 == 0;
+      c.layer_full[L - 1] = true;  // transformers forces the last layer to full attention
+      c.global_head_dim = 2 * c.head_dim;
+      c.global_kv_heads = c.n_kv_heads;
+      c.kv_shared_layers = tiny ? (L >= 5 ? 2 : 0) : L * 4 / 7;  // E2B: 20 of 35
+      c.double_wide_mlp = c.kv_shared_layers > 0;
+      c.ple_dim = tiny ? 32 : 256;  // whole q4 groups
+      c.ple_vocab = c.vocab;
+      c.layer_window = tiny ? 24 : 512;
+      c.final_softcap = tiny ? 1.5f : 30.0f;
+      c.rope_theta = 10000.0;
+      c.rope_global_theta = 1e6;
+      c.rope_global_partial = 0.25f;
+      return true;
+    }
     case Arch::kMinistral3:
       c.rope_theta = 1e6;
       c.tie_embeddings = tiny ? false : c.tie_embeddings;

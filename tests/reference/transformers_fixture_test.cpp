@@ -3,7 +3,8 @@
 // stores). qwen3_5: GDN + gated attention, GVA, partial RoPE, 150 tokens = 64 + 64 + 22 chunk tokens
 // (tools/qwen35_transformers_reference.py). llama (untied, llama3 rope scaling), mistral, qwen2 (qkv bias), qwen3
 // (q/k norms) (tools/llama_family_transformers_reference.py); gemma, gemma2, gemma3_text, phi3, olmo2, stablelm,
-// gpt_neox, phi and ministral3 (tools/families_transformers_reference.py, docs/architectures.md). Each compares the last 20 rows of a 150-token forward
+// gpt_neox, phi and ministral3 (tools/families_transformers_reference.py, docs/architectures.md); gemma4 (KV-shared
+// layers, per-layer inputs, two head dims, proportional RoPE: tools/gemma4_transformers_reference.py). Each compares the last 20 rows of a 150-token forward
 // and 20 one-token decodes after a 130-token prefill. Skipped, with a message, while a fixture is absent.
 //
 // Tolerance: max |reference - transformers| <= 2e-5 * max |logit|. Transformers runs in fp32 on the same weights, so
@@ -96,7 +97,7 @@ std::vector<Fixture> allFixtures() {
   std::vector<Fixture> out;
   for (const char* model : {"qwen3_5_tiny", "llama_tiny", "mistral_tiny", "qwen2_tiny", "qwen3_tiny", "gemma_tiny",
                             "gemma2_tiny", "gemma3_text_tiny", "phi3_tiny", "olmo2_tiny", "stablelm_tiny",
-                            "gpt_neox_tiny", "phi_tiny", "ministral3_tiny"})
+                            "gpt_neox_tiny", "phi_tiny", "ministral3_tiny", "gemma4_tiny"})
     for (const char* quant : {"q0f32", "q4f16_1"}) out.push_back({model, quant});
   return out;
 }
