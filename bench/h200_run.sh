@@ -48,6 +48,23 @@ for shape in ${SHAPES:-llama-3.2-1b qwen3-0.6b qwen2.5-1.5b qwen3.5-2b}; do
     tail -c 2000 | tee "$OUT/run-$shape.txt"
   rm -rf /tmp/m-$shape
 done
+# SAMPLED_AB=1: sampled against greedy decode per shape in one run (issue 15, item 3: sampled >= 0.9x greedy), at the
+# seed model card's temperature 0.6 / top-p 0.95 and at 0.7 / 0.8 / top-k 20, each with the split sampler and with
+# EWGPU_SAMPLE_SPLIT=0 (one workgroup per row), greedy again at the end for drift. SAMPLED_SHAPES picks the shapes.
+if [ -n "${SAMPLED_AB:-}" ]; then
+  for shape in ${SAMPLED_SHAPES:-llama-3.2-1b qwen3.5-2b}; do
+    $B/ewgpu make-tiny /tmp/s-$shape --shape $shape --quant q4f16_1 --tokenizer $TOK > /dev/null || continue
+    f="$OUT/sampled-$shape.txt"
+    for v in "greedy|-t 0|" "p95|--temperature 0.6 --top-p 0.95|" "p95-unsplit|--temperature 0.6 --top-p 0.95|EWGPU_SAMPLE_SPLIT=0" \
+             "k20|--temperature 0.7 --top-p 0.8 --top-k 20|" "k20-unsplit|--temperature 0.7 --top-p 0.8 --top-k 20|EWGPU_SAMPLE_SPLIT=0" \
+             "greedy-again|-t 0|"; do
+      IFS='|' read -r name flags envs <<< "$v"
+      echo "== $name: $flags ${envs:-}" | tee -a "$f"
+      env $envs $B/ewgpu bench decode /tmp/s-$shape --steps ${STEPS:-4} --tokens 256 $flags 2>&1 | tee -a "$f"
+    done
+    rm -rf /tmp/s-$shape
+  done
+fi
 # SAMPLE_BENCH=1: the sampling kernel's cost per step at V = 151936 (carry build-h200/tests/kernels/sample_test), at
 # the defaults and once per VARIANTS set.
 if [ -n "${SAMPLE_BENCH:-}" ]; then

@@ -79,7 +79,7 @@ Result<DecodeRow> measure(LocalEngine& e, uint32_t k, uint32_t tokens, uint32_t 
   gpu::Recorder rec(*e.ctx, 0);
   rec.setTimer(timer->get());
   auto t0 = Clock::now();
-  for (uint32_t s = 0; s < k; ++s) e.forward->recordDecodeStep(rec);
+  for (uint32_t s = 0; s < k; ++s) e.forward->recordDecodeStep(rec, 0, sampling.temperature > 0);
   row.encode_ms_per_token = std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / k;
   (*timer)->resolve(rec);
   row.passes_per_token = (double)rec.stats().passes / k;

@@ -11,17 +11,19 @@
 // summing fixed-point probability mass q_i = round(p_i * 2^31) (top-p). No sorting, no candidate cap.
 // Every element with key >= threshold survives, so ties at a threshold are all kept.
 //
-// PHASE 0: the whole step in one dispatch, one workgroup per row (grid B). PHASE 1..4: the same step split so that
+// PHASE 0: the whole step in one dispatch, one workgroup per row (grid B). PHASE 1..5: the same step split so that
 // the full-vocabulary passes run on NW = ceil(V / CHUNK) workgroups per row (grid (NW, B)) and the one-workgroup
-// finish (PHASE 4, grid B) walks only a short candidate list (docs/sampling.md, "The split sampler"):
+// finish walks only a short candidate list (docs/sampling.md, "The split sampler"):
 //   1: penalties, bias and mask of the chunk in place; chunk argmax; chunk top-k threshold.
 //   2: chunk sums of exp at temperature T and 1; the chunk's mass histogram over s = (l - m) / T; the chunk's best
 //      Gumbel score (temperature alone).
 //   3: the candidates, a superset of the survivors, appended to the row's list: key >= the largest chunk top-k
 //      threshold (top-k), or s in the bins whose mass reaches top_p with a margin (top-p alone); the chunk's exact
 //      fixed-point mass total (top-p alone).
-//   4: greedy, temperature alone, or the exact radix selects and draw over the candidates; the whole vocabulary
-//      again (penalties not re-applied) when the list overflowed CAP or top-n logprobs are wanted.
+//   4 (grid B): greedy, temperature alone, or the exact radix selects and draw over the candidates.
+//   5 (grid B): the rows phase 4 leaves, over the whole vocabulary as phase 0 (penalties not re-applied): more
+//      candidates than CAP, or top-n logprobs (those rows skip phases 1-3 and are done whole here).
+
 
 override V: u32;                    // vocabulary size (row length of logits and counts)
 override KMAX: u32 = 1u;            // steps in the out ring per row
@@ -30,7 +32,7 @@ override WG: u32 = 256u;            // threads per workgroup (a multiple of 16; 
 override HIST_COPIES: u32 = 8u;     // private histogram copies (fewer same-address atomics)
 override WRITE_STATS: bool = false;  // tests: rows[b*8+7] = number of tokens that survived top-k/top-p
 override UNROLL: u32 = 8u;          // logits each invocation loads at once in the full-row loops (1..UMAX)
-override PHASE: u32 = 0u;           // 0: one dispatch; 1..4: the split step (header)
+override PHASE: u32 = 0u;           // 0: one dispatch; 1..5: the split step (header)
 override CHUNK: u32 = 2048u;        // split: tokens per workgroup (a multiple of 32)
 override NW: u32 = 1u;              // split: workgroups per row, ceil(V / CHUNK)
 override CAP: u32 = 4096u;          // split: candidates per row
@@ -138,7 +140,7 @@ fn load_row(i: u32) -> array<f32, UMAX> {
 
 // Token id of domain element j.
 fn dom_id(j: u32) -> u32 {
-  if (g_cand) {
+  if (PHASE == 4u && g_cand) {  // a constant false outside phase 4, so the other pipelines keep plain loops
     return scratch[g_cbase + j];
   }
   return g_lo + j;
@@ -180,14 +182,15 @@ fn row_best(sb: u32, tid: u32) -> vec2<u32> {
   return reduce_argmax(bk, bi, tid);
 }
 
-// Sum of the chunks' exp sums (which = 0: temperature T, 1: temperature 1), in chunk order in every invocation,
-// so phases 3 and 4 get the same bits.
-fn zsum(sb: u32, which: u32) -> f32 {
-  var z = 0.0;
-  for (var c = 0u; c < NW; c++) {
-    z += bitcast<f32>(scratch[sb + off_z() + 2u * c + which]);
+// The chunks' exp sums (x: temperature T, y: temperature 1) added up, each invocation taking chunks tid, tid + WG, ...
+// then the workgroup reduction: a fixed order, so phases 3 and 4 get the same bits. (A loop over the chunks in
+// every invocation waits out one memory round trip per chunk: ~40 µs at 75 chunks on the H200.)
+fn zsum(sb: u32, tid: u32) -> vec2<f32> {
+  var z = vec2<f32>(0.0, 0.0);
+  for (var c = tid; c < NW; c += WG) {
+    z += vec2<f32>(bitcast<f32>(scratch[sb + off_z() + 2u * c]), bitcast<f32>(scratch[sb + off_z() + 2u * c + 1u]));
   }
-  return z;
+  return reduce_sum_f2(z, tid);
 }
 
 fn mix32(x0: u32) -> u32 {
@@ -616,6 +619,9 @@ fn prepass(b: u32, c: u32, p: array<u32, 72>, row: array<u32, 8>, tid: u32) {
   let use_p = !greedy && top_p < 1.0;
   let n_top = min(min(p[P_N_LOGPROBS], MAX_TOP), V);
   let want_lp = p[P_WANT_LOGPROB] != 0u || n_top > 0u;
+  if (n_top > 0u) {  // top-n logprobs walk the vocabulary in phase 4 anyway: it does the whole step
+    return;
+  }
 
   if (PHASE == 1u) {
     if (c == 0u && tid == 0u) {
@@ -653,10 +659,10 @@ fn prepass(b: u32, c: u32, p: array<u32, 72>, row: array<u32, 8>, tid: u32) {
   }
 
   g_m = from_key(row_best(sb, tid).x);
-  if (greedy) {
+  if (greedy && !(want_lp && PHASE == 2u)) {  // a greedy row's logprob takes phase 2's Z1
     return;
   }
-  let alone = !use_k && !use_p && n_top == 0u;  // temperature alone: the draw is over every token
+  let alone = !greedy && !use_k && !use_p && n_top == 0u;  // temperature alone: the draw is over every token
 
   if (PHASE == 2u) {
     g_k1 = mix32(p[P_SEED_LO] ^ 0x3c6ef372u);
@@ -678,10 +684,13 @@ fn prepass(b: u32, c: u32, p: array<u32, 72>, row: array<u32, 8>, tid: u32) {
         if (want_lp) {
           z1 += exp(x - g_m);
         }
-        if (hist_p) {
+        if (hist_p) {  // the open last bin is never needed (reaching it means every token): no atomics there
           let j = bin_of(sc);
-          atomicAdd(&hist[j], 1u);
-          atomicAdd(&hist[NB + j], u32(e * MASS_ONE));
+          if (j < NB - 1u) {
+            let hc = (tid % HIST_COPIES) * 2u * NB;
+            atomicAdd(&hist[hc + j], 1u);
+            atomicAdd(&hist[hc + NB + j], u32(e * MASS_ONE));
+          }
         }
         if (alone) {
           let k = key_of(sc - log(exp_draw(i)));
@@ -696,7 +705,11 @@ fn prepass(b: u32, c: u32, p: array<u32, 72>, row: array<u32, 8>, tid: u32) {
     let g = reduce_argmax(sk, si, tid);
     workgroupBarrier();
     for (var j = tid; j < 2u * NB; j += WG) {
-      scratch[sb + off_h() + c * 2u * NB + j] = atomicLoad(&hist[j]);
+      var h = 0u;
+      for (var cp = 0u; cp < HIST_COPIES; cp++) {
+        h += atomicLoad(&hist[cp * 2u * NB + j]);
+      }
+      scratch[sb + off_h() + c * 2u * NB + j] = h;
     }
     if (tid == 0u) {
       scratch[sb + off_z() + 2u * c] = bitcast<u32>(z.x);
@@ -707,18 +720,21 @@ fn prepass(b: u32, c: u32, p: array<u32, 72>, row: array<u32, 8>, tid: u32) {
     return;
   }
 
-  // PHASE 3: the candidates. Top-n logprobs and temperature alone take no list.
-  if (n_top > 0u || alone) {
+  // PHASE 3: the candidates (temperature alone takes no list). Each workgroup counts its own, reserves a range of
+  // the row's list with one global atomic and writes them there: one atomic per chunk, not per token.
+  if (alone || greedy) {
     return;
   }
   var t0 = 0u;       // top-k: candidates have key >= t0
   var jstar = NB;    // top-p alone: candidates have bin <= jstar
   if (use_k) {
-    for (var cc = 0u; cc < NW; cc++) {
-      t0 = max(t0, scratch[sb + 4u * cc + 2u]);
+    var tk = 0u;
+    for (var cc = tid; cc < NW; cc += WG) {
+      tk = max(tk, scratch[sb + 4u * cc + 2u]);
     }
+    t0 = reduce_argmax(tk, 0u, tid).x;
   } else {
-    let z = zsum(sb, 0u);
+    let z = zsum(sb, tid).x;
     g_qscale = 2147483648.0 / z;
     var qs = 0u;
     for (var i0 = tid; i0 < g_n; i0 += UNROLL * WG) {
@@ -728,49 +744,102 @@ fn prepass(b: u32, c: u32, p: array<u32, 72>, row: array<u32, 8>, tid: u32) {
       }
     }
     let q = reduce_sum_u(qs, tid);
-    // The bins' totals over the row's chunks; the first bins whose mass reaches (top_p + margin) * Z.
-    if (tid < NB) {
-      var m = 0.0;
-      for (var cc = 0u; cc < NW; cc++) {
-        m += f32(scratch[sb + off_h() + cc * 2u * NB + NB + tid]);
+    // The bins' totals over the row's chunks (WG / NB lanes per bin, then the lanes added), the first bins whose
+    // mass reaches (top_p + margin) * Z, and how many tokens they hold.
+    let lanes = WG / NB;
+    let lane = tid / NB;
+    let bin = tid % NB;
+    var hm = 0.0;
+    var hn = 0u;
+    if (lane < lanes) {
+      for (var cc = lane; cc < NW; cc += lanes) {
+        hn += scratch[sb + off_h() + cc * 2u * NB + bin];
+        hm += f32(scratch[sb + off_h() + cc * 2u * NB + NB + bin]);
       }
-      red_f[tid] = vec2<f32>(m / MASS_ONE, 0.0);
+    }
+    red_f[tid] = vec2<f32>(hm, 0.0);
+    red_u[tid] = hn;
+    workgroupBarrier();
+    var tm = 0.0;
+    var tn = 0u;
+    if (tid < NB) {
+      for (var l = 0u; l < lanes; l++) {
+        tm += red_f[l * NB + tid].x;
+        tn += red_u[l * NB + tid];
+      }
+    }
+    workgroupBarrier();
+    if (tid < NB) {
+      red_f[tid] = vec2<f32>(tm / MASS_ONE, 0.0);
+      red_u[tid] = tn;
     }
     workgroupBarrier();
     if (tid == 0u) {
       scratch[sb + off_q() + c] = q;
       let need = (top_p + TOP_P_MARGIN) * z;
       var acc = 0.0;
+      var n = 0u;
       var js = NB;
-      for (var j = 0u; j < NB; j++) {
+      for (var j = 0u; j < NB - 1u; j++) {
         acc += red_f[j].x;
+        n += red_u[j];
         if (acc >= need) {
           js = j;
           break;
         }
       }
-      wg_scalar = js;
+      wg_pair = vec2<u32>(js, select(n, V, js >= NB));
     }
-    jstar = workgroupUniformLoad(&wg_scalar);
+    let sel = workgroupUniformLoad(&wg_pair);
+    jstar = sel.x;
+    // Past CAP phase 4 walks the vocabulary: no chunk writes a list.
+    if (sel.y > CAP) {
+      if (c == 0u && tid == 0u) {
+        atomicStore(&ctr[b], sel.y);
+      }
+      return;
+    }
+  }
+  if (tid == 0u) {
+    atomicStore(&n_above, 0u);
+  }
+  workgroupBarrier();
+  for (var i0 = tid; i0 < g_n; i0 += UNROLL * WG) {
+    var xs = load_row(i0);
+    for (var u = 0u; u < UNROLL && i0 + u * WG < g_n; u++) {
+      if (take_cand(xs[u], use_k, t0, jstar)) {
+        atomicAdd(&n_above, 1u);
+      }
+    }
+  }
+  workgroupBarrier();
+  if (tid == 0u) {
+    let mine = atomicLoad(&n_above);
+    wg_scalar = select(atomicAdd(&ctr[b], mine), CAP, mine == 0u);
+    atomicStore(&n_above, 0u);
+  }
+  let base = workgroupUniformLoad(&wg_scalar);
+  if (base >= CAP) {
+    return;
   }
   for (var i0 = tid; i0 < g_n; i0 += UNROLL * WG) {
     var xs = load_row(i0);
     for (var u = 0u; u < UNROLL && i0 + u * WG < g_n; u++) {
-      let x = xs[u];
-      var take = false;
-      if (use_k) {
-        take = key_of(x) >= t0;
-      } else {
-        take = jstar >= NB || bin_of((x - g_m) * g_inv_t) <= jstar;
-      }
-      if (take) {
-        let at = atomicAdd(&ctr[b], 1u);
+      if (take_cand(xs[u], use_k, t0, jstar)) {
+        let at = base + atomicAdd(&n_above, 1u);
         if (at < CAP) {
           scratch[sb + off_c() + at] = dom_id(i0 + u * WG);
         }
       }
     }
   }
+}
+
+fn take_cand(x: f32, use_k: bool, t0: u32, jstar: u32) -> bool {
+  if (use_k) {
+    return key_of(x) >= t0;
+  }
+  return jstar >= NB || bin_of((x - g_m) * g_inv_t) <= jstar;
 }
 
 @compute @workgroup_size(WG)
@@ -798,6 +867,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let o = (b * KMAX + row[5] % KMAX) * 44u;
 
   if (row[2] == 0u) {  // inactive: mark the step, keep the state
+    if (PHASE == 5u) {  // phase 4 marked it, or finished it
+      return;
+    }
     if (tid == 0u) {
       out[o] = NONE;
       out[o + 1u] = 0u;
@@ -817,8 +889,34 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let slot = row[0];
   let generated = row[3];
   let masked = p[P_MASK] != 0u;
+  let temperature = bitcast<f32>(p[P_TEMP]);
+  let n_top = min(min(p[P_N_LOGPROBS], MAX_TOP), V);
+  let want_lp = p[P_WANT_LOGPROB] != 0u || n_top > 0u;
+  let greedy = !(temperature > 0.0);
+  g_inv_t = min(1.0 / temperature, 1e30);
+  let top_p = bitcast<f32>(p[P_TOP_P]);
+  g_top_p = top_p;
+  let use_top_p = !greedy && top_p < 1.0;
+  let top_k = p[P_TOP_K];
+  let use_k = !greedy && top_k > 0u && top_k < V;
+  // The split step's finish is two pipelines: phase 4 the rows whose list holds their survivors (and greedy and
+  // temperature-alone rows), phase 5 the others over the whole vocabulary (top-n logprobs, a list past CAP), in
+  // a pipeline without the list's code, so its full-row loops run as in phase 0.
+  if (PHASE >= 4u) {
+    var fallback = n_top > 0u;
+    if (!fallback && (use_k || use_top_p)) {
+      if (tid == 0u) {
+        wg_scalar = atomicLoad(&ctr[b]);
+      }
+      fallback = workgroupUniformLoad(&wg_scalar) > CAP;
+    }
+    if ((PHASE == 5u) != fallback) {
+      return;
+    }
+  }
   var best: vec2<u32>;
-  if (PHASE == 0u) {
+  let whole = PHASE == 0u || n_top > 0u;  // the split step's phase 1 skipped top-n rows
+  if (whole) {
     apply_penalties(p, slot, tid, 0u, V);
     if (masked) {
       apply_mask(b, tid, 0u, V);
@@ -843,21 +941,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   }
   g_m = from_key(best.x);
 
-  let temperature = bitcast<f32>(p[P_TEMP]);
-  let n_top = min(min(p[P_N_LOGPROBS], MAX_TOP), V);
-  let want_lp = p[P_WANT_LOGPROB] != 0u || n_top > 0u;
-  let greedy = !(temperature > 0.0);
-  g_inv_t = min(1.0 / temperature, 1e30);
-  let top_p = bitcast<f32>(p[P_TOP_P]);
-  g_top_p = top_p;
-  let use_top_p = !greedy && top_p < 1.0;
-  let top_k = p[P_TOP_K];
-  let use_k = !greedy && top_k > 0u && top_k < V;
-
   // The split step: temperature alone takes the chunks' draws; top-k / top-p walk the candidate list unless it
   // overflowed; the normalisers come from the chunks where the list does not hold every token they sum.
   var alone = false;
-  var split_z = false;  // Z (top-p alone) and Z1 (logprobs) from the chunk sums
+  var split_z = PHASE == 4u && greedy;  // Z (top-p alone) and Z1 (logprobs) from the chunk sums
   if (PHASE == 4u && !greedy && n_top == 0u) {
     if (!use_k && !use_top_p) {
       alone = true;
@@ -874,10 +961,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         split_z = true;
         if (!use_k) {
           var q = 0u;
-          for (var c = 0u; c < NW; c++) {
+          for (var c = tid; c < NW; c += WG) {
             q += scratch[sb + off_q() + c];
           }
-          g_qtotal = q;
+          g_qtotal = reduce_sum_u(q, tid);
         }
       }
     }
@@ -895,8 +982,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var zs = 0.0;
     var z1 = 0.0;
     if (split_z) {
-      z1 = zsum(sb, 1u);
-      zs = zsum(sb, 0u);
+      let z = zsum(sb, tid);
+      zs = z.x;
+      z1 = z.y;
     }
     if (!split_z || use_k) {  // top-k's Z sums its survivors, all of them in the list
       var zl = 0.0;

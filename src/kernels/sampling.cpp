@@ -235,7 +235,7 @@ Result<SampleOp> SampleOp::create(gpu::Context& ctx, bool cpu_kernel, bool split
   }
   std::vector<gpu::Binding> bind{{b.logits}, {b.params}, {b.counts}, {b.rows}, {b.out}, {b.mask}};
   if (!cpu_kernel) bind.insert(bind.end(), {{&op.scratch_}, {&op.ctr_}});
-  for (uint32_t phase : split ? std::vector<uint32_t>{1, 2, 3, 4} : std::vector<uint32_t>{0}) {
+  for (uint32_t phase : split ? std::vector<uint32_t>{1, 2, 3, 4, 5} : std::vector<uint32_t>{0}) {
     if (!cpu_kernel) constants["PHASE"] = phase;
     auto k = ctx.kernel(cpu_kernel ? "sample_cpu" : "sample", constants);
     if (!k) return std::move(k).error();
@@ -243,10 +243,22 @@ Result<SampleOp> SampleOp::create(gpu::Context& ctx, bool cpu_kernel, bool split
     if (!bg) return std::move(bg).error();
     op.steps_.push_back({*k, std::move(*bg), phase >= 1 && phase <= 3});
   }
+  if (split) {
+    constants["PHASE"] = 0;
+    auto k = ctx.kernel("sample", constants);
+    if (!k) return std::move(k).error();
+    auto bg = ctx.bindGroup(**k, bind);
+    if (!bg) return std::move(bg).error();
+    op.whole_ = {*k, std::move(*bg), false};
+  }
   return op;
 }
 
-void SampleOp::record(gpu::Recorder& rec, uint32_t rows) const {
+void SampleOp::record(gpu::Recorder& rec, uint32_t rows, bool split) const {
+  if (!split && whole_.kernel) {
+    rec.dispatch(*whole_.kernel, whole_.bg, rows);
+    return;
+  }
   for (const Step& s : steps_) {
     if (s.chunked) {
       rec.dispatch(*s.kernel, s.bg, chunks_, rows);

@@ -391,6 +391,7 @@ Status Executor::issueDecode(uint32_t need) {
     rows_[r].lane = (int)hole;
   }
   const uint64_t RW = Forward::kRowWords * 4;
+  bool sampled = false;  // some lane samples (temperature > 0): the split sampler; all greedy: one dispatch
   for (uint32_t l = 0; l < A; ++l) {
     Row& row = rows_[lane_row_[l]];
     // A grammar row takes part only when its last token is back (it was paused by the sampler after it): its next
@@ -398,6 +399,7 @@ Status Executor::issueDecode(uint32_t need) {
     // submission's output for its lane is not its own (kNotOurs).
     const bool grammar_step = row.matcher && row.used && row.decoding && !row.grammar_busy;
     f.lane_rows.push_back((uint32_t)lane_row_[l]);
+    sampled = sampled || row.req.sampling.temperature > 0;
     f.lane_gens.push_back(row.matcher && !grammar_step ? kNotOurs : row.gen);
     bool moved = false;
     uint32_t from_lane = l;
@@ -432,7 +434,7 @@ Status Executor::issueDecode(uint32_t need) {
       rec.clear(fwd_.rows(), to * RW + kRowOutIndex * 4, 4);
     }
   }
-  for (uint32_t k = 0; k < need; ++k) fwd_.recordDecodeStep(rec, A);
+  for (uint32_t k = 0; k < need; ++k) fwd_.recordDecodeStep(rec, A, sampled);
   rb.record(rec, fwd_.out(), 0, (uint64_t)A * fwd_.options().max_steps * Forward::kOutWords * 4);
   EWGPU_TRY(rec.submit());
   rb.requestMap(ctx_);

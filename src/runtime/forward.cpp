@@ -618,7 +618,7 @@ Status Forward::createPrefillOps() {
   return {};
 }
 
-void Forward::recordDecodeStep(gpu::Recorder& rec, uint32_t rows) const {
+void Forward::recordDecodeStep(gpu::Recorder& rec, uint32_t rows, bool sampled) const {
   const ModelConfig& c = model_.config;
   const uint32_t B = rows ? std::min(rows, opts_.max_batch) : opts_.max_batch;
   for (const auto& [k, bg] : embed_) rec.dispatch(*k, bg, B, embedGroupsPerRow(c));
@@ -648,7 +648,7 @@ void Forward::recordDecodeStep(gpu::Recorder& rec, uint32_t rows) const {
   if (n_final_) n_final_->record(rec, B);
   lm_head_.record(rec, B);
   if (softcap_) rec.dispatch(*softcap_, softcap_bg_, (opts_.max_batch * (uint32_t)c.vocab + 255) / 256);
-  sample_->record(rec, B);
+  sample_->record(rec, B, sampled);
 }
 
 void Forward::writePageTable(uint32_t slot, const std::vector<uint32_t>& pages) const {

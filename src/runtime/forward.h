@@ -75,7 +75,8 @@ class Forward {
   static uint32_t rowsThatFit(const ModelConfig& c, uint32_t context, uint64_t weight_bytes, uint64_t budget);
 
   // One decode step of rows [0, rows) (0: max_batch). activeRows()[0] must hold the same count on the GPU.
-  void recordDecodeStep(gpu::Recorder& rec, uint32_t rows = 0) const;
+  // `sampled` false: every active row is greedy, and the sampler runs as one dispatch (kernels::SampleOp::record).
+  void recordDecodeStep(gpu::Recorder& rec, uint32_t rows = 0, bool sampled = true) const;
   // `tokens` ids must already be in prefillIds(), the prefill row and meta written (see Generator).
   void recordPrefillChunk(gpu::Recorder& rec, uint32_t tokens, bool last, uint32_t decode_row) const;
   // Zeroes the recurrent state a slot carries between tokens (Qwen3.5's GDN conv window and state; the KV cache

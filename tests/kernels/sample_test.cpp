@@ -643,7 +643,9 @@ TEST(SampleKernel, EveryUnrollDepthMatchesTheReference) {
     for (uint32_t V : {kSmallVocab, kQwenVocab}) {
       SCOPED_TRACE("UNROLL=" + std::to_string(unroll) + " V=" + std::to_string(V));
       std::mt19937 rng(V + unroll);
-      Rig r = makeRig(3, V, 2, true, {{"UNROLL", unroll}}, Sampler::kStandard);
+      // One dispatch per step: the split step runs the same loops, and its pipelines at each depth would only add
+      // SwiftShader compile time (the split step itself is checked by SampleSplit and under sample_wgsl_test).
+      Rig r = makeRig(3, V, 2, true, {{"UNROLL", unroll}}, Sampler::kWhole);
       r.step_logits = randomLogits(rng, size_t(2) * 3 * V, 2.0f);
       std::vector<SamplingParams> p(3);
       p[0].temperature = 0, p[0].logprobs = true, p[0].n_logprobs = 20;
@@ -662,21 +664,30 @@ TEST(SampleKernel, ReportsDispatchCost) {
   const uint32_t V = kQwenVocab, K = kKmax;
   std::mt19937 rng(1);
   Rig r = makeRig(1, V, K);
-  const std::vector<float> flat = randomLogits(rng, V, 0.02f);  // a random-weight model's row
-  for (uint32_t k = 0; k < K; ++k) r.step_logits.insert(r.step_logits.end(), flat.begin(), flat.end());
+  // A random-weight model's row (nearly uniform: top-p keeps most of the vocabulary), and a peaked one (logits with
+  // a standard deviation of 3, a few dozen tokens within a few nats of the top, as a trained model's often are).
+  const std::vector<float> flat = randomLogits(rng, V, 0.02f), peaked = randomLogits(rng, V, 3.0f);
   struct Setting {
     const char* name;
     SamplingParams p;
+    bool peaked = false;
   };
-  std::vector<Setting> settings(4);
+  std::vector<Setting> settings(6);
   settings[0].name = "greedy", settings[0].p.temperature = 0;
   settings[1].name = "temperature 1", settings[1].p.temperature = 1;
   settings[2].name = "top_p 0.95", settings[2].p.top_p = 0.95f;
   settings[3].name = "top_k 50, top_p 0.95, 20 logprobs", settings[3].p.top_k = 50, settings[3].p.top_p = 0.95f;
   settings[3].p.logprobs = true, settings[3].p.n_logprobs = 20;
+  settings[4].name = "T 0.6, top_p 0.95, peaked", settings[4].p.temperature = 0.6f, settings[4].p.top_p = 0.95f;
+  settings[4].peaked = true;
+  settings[5].name = "T 0.7, top_p 0.8, top_k 20, peaked", settings[5].p.temperature = 0.7f;
+  settings[5].p.top_p = 0.8f, settings[5].p.top_k = 20, settings[5].peaked = true;
   auto timer = gpu::Timer::create(sharedContext());
   ASSERT_TRUE(timer.ok());
   for (auto& s : settings) {
+    r.step_logits.clear();
+    for (uint32_t k = 0; k < K; ++k)
+      r.step_logits.insert(r.step_logits.end(), (s.peaked ? peaked : flat).begin(), (s.peaked ? peaked : flat).end());
     upload(r, {s.p}, {freshRow(0, 0)});
     runSteps(r, 1);  // warm-up
     upload(r, {s.p}, {freshRow(0, 0)});
