@@ -17,7 +17,7 @@
 // PAGED (kv_page.wgsl): K/V are addressed through the slot's page table at the tail of `rows`.
 // KV16 (a define, Context::kernel): the cache holds f16, four values per vec2<u32> (pack2x16float); scores and
 // sums stay f32. Half the bytes per position read; the CPU reference keeps f32 (the default on CPU adapters).
-override D: u32 = 64u;          // head dim, multiple of 4, ≤ 256
+override D: u32 = 64u;          // head dim, multiple of 4, ≤ 256 (≤ 512 with the HEAD512 define)
 override HQ: u32 = 1u;
 override HKV: u32 = 1u;
 override CTX: u32 = 1u;
@@ -31,6 +31,7 @@ override SOFTCAP: f32 = 0.0;    // > 0: scores soft-capped to SOFTCAP · tanh(s 
 override FUSED: bool = false;
 override SPLIT: u32 = 1u;        // decode: position ranges (grid z); > 1 writes partials for attention_combine.wgsl
 override QK_NORM: bool = false;  // FUSED: per-head RMSNorm of q and k
+override V_NORM: bool = false;   // FUSED: gemma4's v RMS-normed (no weight) before the cache
 override R: u32 = 64u;           // FUSED: rotary dims (even, ≤ D)
 override EPS: f32 = 1e-6;
 
@@ -46,11 +47,20 @@ override PL: u32 = WG / DV;      // position lanes in the p·v accumulation
 @group(0) @binding(6) var<storage, read> rope: array<f32>;     // FUSED: [CTX, R] cos then sin (qk_prepare.wgsl)
 @group(0) @binding(7) var<storage, read> norms: array<f32>;    // FUSED with QK_NORM: [2, D] q_norm, k_norm
 
+//#if HEAD512
+var<workgroup> qs: array<vec4<f32>, 128>;    // HEAD512 (gemma4's full layers, D ≤ 512; WG 256)
+//#else
 var<workgroup> qs: array<vec4<f32>, 64>;
+//#endif
 var<workgroup> p: array<f32, WG>;
 var<workgroup> accs: array<vec4<f32>, WG>;
+//#if HEAD512
+var<workgroup> kcur: array<vec4<f32>, 128>;
+var<workgroup> vcur: array<vec4<f32>, 128>;
+//#else
 var<workgroup> kcur: array<vec4<f32>, 64>;   // FUSED: k and v of the token's own position
 var<workgroup> vcur: array<vec4<f32>, 64>;
+//#endif
 
 //#include activation
 //#include attention_shared
@@ -81,11 +91,28 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
       qs[lid] = vec4<f32>(hb[4u * lid], hb[4u * lid + 1u], hb[4u * lid + 2u], hb[4u * lid + 3u]) * qscale;
     }
     workgroupBarrier();
+  } else if (lid < DV) {
+    qs[lid] = q[(i * HQ + h) * DV + lid] * qscale;
+  }
+  // KV_SHARED (gemma4): the source layer wrote this position into the cache earlier in the step; read from there.
+  if (FUSED && !KV_SHARED) {
+    let width = qkvWidth();
+    let kbase = select(HQ * D, 2u * HQ * D, GATED);
     prepHead(i * width + kbase + g * D, D, raw_pos, lid);
+    var vr = 1.0;
+    if (V_NORM) {
+      var vs = 0.0;
+      if (lid < DV) {
+        let vi = i * width + kbase + HKV * D + g * D + 4u * lid;
+        let vv = vec4<f32>(qkv[vi], qkv[vi + 1u], qkv[vi + 2u], qkv[vi + 3u]);
+        vs = dot(vv, vv);
+      }
+      vr = inverseSqrt(reduceSum(vs, lid) / f32(D) + EPS);
+    }
     if (lid < DV) {
       let kv = vec4<f32>(hb[4u * lid], hb[4u * lid + 1u], hb[4u * lid + 2u], hb[4u * lid + 3u]);
       let vi = i * width + kbase + HKV * D + g * D + 4u * lid;
-      let vv = vec4<f32>(qkv[vi], qkv[vi + 1u], qkv[vi + 2u], qkv[vi + 3u]);
+      let vv = vec4<f32>(qkv[vi], qkv[vi + 1u], qkv[vi + 2u], qkv[vi + 3u]) * vr;
       kcur[lid] = kv;
       vcur[lid] = vv;
       // Inactive rows (no sequence, or finished) must not touch the cache: their slot/pos are stale.
@@ -94,8 +121,6 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
         kvstore(at, kv, vv);
       }
     }
-  } else if (lid < DV) {
-    qs[lid] = q[(i * HQ + h) * DV + lid] * qscale;
   }
   workgroupBarrier();
   var first = 0u;
@@ -117,7 +142,7 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
     if (pp <= last) {
       let kr = kvRow(slot, g, pp) * DV;
       var d4 = vec4<f32>(0.0);
-      if (FUSED && pp == raw_pos) {
+      if (FUSED && !KV_SHARED && pp == raw_pos) {
         for (var j = 0u; j < DV; j++) { d4 += qs[j] * kcur[j]; }
       } else {
         for (var j = 0u; j < DV; j++) { d4 += qs[j] * kload(kr + j); }
@@ -134,7 +159,11 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
     workgroupBarrier();
     let cnt = min(WG, last + 1u - blk);
     for (var j = lane; j < cnt; j += PL) {
-      if (FUSED && blk + j == raw_pos) { acc += p[j] * vcur[col]; } else { acc += p[j] * vload(kvRow(slot, g, blk + j) * DV + col); }
+      if (FUSED && !KV_SHARED && blk + j == raw_pos) {
+        acc += p[j] * vcur[col];
+      } else {
+        acc += p[j] * vload(kvRow(slot, g, blk + j) * DV + col);
+      }
     }
     workgroupBarrier();
   }

@@ -12,7 +12,7 @@
 // Then one pass over the positions [max(0, pos - WINDOW + 1), pos] with an online softmax per position;
 // Qwen3.5's gate (GATED) on the output. K/V through the slot's page table with PAGED (as kv_page.wgsl, whose table
 // offset here depends on the pass: PT words of decode rows, PT1 of the prefill row).
-override D: u32 = 64u;          // head dim, multiple of 4, ≤ 256
+override D: u32 = 64u;          // head dim, multiple of 4, ≤ 256 (≤ 512 with the HEAD512 define)
 override HQ: u32 = 1u;
 override HKV: u32 = 1u;
 override CTX: u32 = 1u;
@@ -23,6 +23,7 @@ override Q_BETA: f32 = 0.0;    // > 0: q times 1 + Q_BETA · ln(1 + floor(pos / 
 override Q_ORIG: u32 = 1u;
 override SOFTCAP: f32 = 0.0;    // > 0: scores soft-capped to SOFTCAP · tanh(s / SOFTCAP) (gemma2)
 override QK_NORM: bool = false;  // per-head RMSNorm of q and k
+override V_NORM: bool = false;   // gemma4: v RMS-normed (no weight) before the cache
 override R: u32 = 64u;           // rotary dims (even, ≤ D)
 override EPS: f32 = 1e-6;
 override PAGED: bool = false;
@@ -43,12 +44,21 @@ override DV: u32 = D / 4u;       // vec4 columns of a head
 @group(0) @binding(6) var<storage, read> rope: array<f32>;     // [CTX, R] cos then sin (qk_prepare.wgsl)
 @group(0) @binding(7) var<storage, read> norms: array<f32>;    // with QK_NORM: [2, D] q_norm, k_norm
 
+//#if HEAD512
+var<private> hn: array<f32, 512>;         // HEAD512: gemma4's full layers (D ≤ 512)
+var<private> hb: array<f32, 512>;
+var<private> qv: array<vec4<f32>, 128>;
+var<private> kcur: array<vec4<f32>, 128>;
+var<private> vcur: array<vec4<f32>, 128>;
+var<private> acc: array<vec4<f32>, 128>;
+//#else
 var<private> hn: array<f32, 256>;         // a head being prepared: raw (normed)
 var<private> hb: array<f32, 256>;         // ... rotated
 var<private> qv: array<vec4<f32>, 64>;    // q · SCALE
 var<private> kcur: array<vec4<f32>, 64>;  // k and v of the row's own position
 var<private> vcur: array<vec4<f32>, 64>;
 var<private> acc: array<vec4<f32>, 64>;   // Σ p·v, scaled to the running max
+//#endif
 
 //#include activation
 //#include attention_gate
@@ -107,11 +117,22 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
     for (var c = 0u; c < DV; c++) {
       qv[c] = vec4<f32>(hb[4u * c], hb[4u * c + 1u], hb[4u * c + 2u], hb[4u * c + 3u]) * qscale;
     }
+  }
+  // KV_SHARED: the source layer wrote this position into the cache earlier in the step; it is read from there.
+  if (!prefill && !KV_SHARED) {
+    let width = qkvWidth();
+    let kbase = select(HQ * D, 2u * HQ * D, GATED);
     prepHead(i * width + kbase + g * D, D, raw_pos);
     let vi = i * width + kbase + HKV * D + g * D;
+    var vr = 1.0;
+    if (V_NORM) {
+      var vs = 0.0;
+      for (var d = 0u; d < D; d++) { vs += qkv[vi + d] * qkv[vi + d]; }
+      vr = inverseSqrt(vs / f32(D) + EPS);
+    }
     for (var c = 0u; c < DV; c++) {
       kcur[c] = vec4<f32>(hb[4u * c], hb[4u * c + 1u], hb[4u * c + 2u], hb[4u * c + 3u]);
-      vcur[c] = vec4<f32>(qkv[vi + 4u * c], qkv[vi + 4u * c + 1u], qkv[vi + 4u * c + 2u], qkv[vi + 4u * c + 3u]);
+      vcur[c] = vec4<f32>(qkv[vi + 4u * c], qkv[vi + 4u * c + 1u], qkv[vi + 4u * c + 2u], qkv[vi + 4u * c + 3u]) * vr;
     }
     // Inactive rows (no sequence, or finished) must not touch the cache: their slot/pos are stale.
     if (own && h % (HQ / HKV) == 0u && raw_pos < CTX && rows[b * 8u + 2u] != 0u) {
@@ -129,7 +150,7 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
   var l = 0.0;
   for (var c = 0u; c < DV; c++) { acc[c] = vec4<f32>(0.0); }
   for (var pp = first; pp <= pos; pp++) {
-    let mine = !prefill && pp == raw_pos;
+    let mine = !prefill && !KV_SHARED && pp == raw_pos;
     let kr = kvRow(slot, g, pp, pt) * DV;
     var d4 = vec4<f32>(0.0);
     if (mine) {

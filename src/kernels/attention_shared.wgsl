@@ -24,8 +24,11 @@ fn kvstore(i: u32, k: vec4<f32>, v: vec4<f32>) {
 
 var<workgroup> red: array<f32, WG>;
 var<workgroup> red2: array<f32, RS>;
+//#if HEAD512
+var<workgroup> hb: array<f32, 512>;          // one head being prepared (prepHead); HEAD512: gemma4's full layers
+//#else
 var<workgroup> hb: array<f32, 256>;          // one head being prepared (prepHead)
-var<workgroup> hn: array<f32, 256>;
+//#endif
 
 // Workgroup max / sum in two barriers: RS threads fold RS values each, then every thread folds the RS.
 fn reduceMax(v: f32, lid: u32) -> f32 {
@@ -58,18 +61,26 @@ fn reduceSum(v: f32, lid: u32) -> f32 {
 
 // FUSED: hb[0..D) = the head at qkv[src .. src + D) after the optional RMSNorm (weights norms[noff ..]) and the
 // rotary embedding at position p (as qk_prepare.wgsl). Uniform control flow (barriers).
+// Each element and its rotation partner are normed straight from qkv (no scratch copy of the normed head).
 fn prepHead(src: u32, noff: u32, p: u32, lid: u32) {
-  var ss = 0.0;
-  for (var d = lid; d < D; d += WG) {
-    let v = qkv[src + d];
-    hn[d] = v;
-    ss += v * v;
-  }
+  var r = 1.0;
   if (QK_NORM) {
-    let r = inverseSqrt(reduceSum(ss, lid) / f32(D) + EPS);
-    for (var d = lid; d < D; d += WG) { hn[d] = hn[d] * r * norms[noff + d]; }
+    var ss = 0.0;
+    for (var d = lid; d < D; d += WG) {
+      let v = qkv[src + d];
+      ss += v * v;
+    }
+    r = inverseSqrt(reduceSum(ss, lid) / f32(D) + EPS);
   }
-  workgroupBarrier();
-  for (var d = lid; d < D; d += WG) { hb[d] = ropeRotate(hn[d], hn[partnerOf(d)], d, p); }
+  for (var d = lid; d < D; d += WG) {
+    let e = partnerOf(d);
+    var x = qkv[src + d];
+    var y = qkv[src + e];
+    if (QK_NORM) {
+      x = x * r * norms[noff + d];
+      y = y * r * norms[noff + e];
+    }
+    hb[d] = ropeRotate(x, y, d, p);
+  }
   workgroupBarrier();
 }

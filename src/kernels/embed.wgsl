@@ -11,6 +11,8 @@ override ROW_START: u32 = 0u;
 override ID_STRIDE: u32 = 1u;
 override ID_OFFSET: u32 = 0u;
 override SCALE: f32 = 1.0;    // gemma: the looked-up row times sqrt(H)
+override OUT_STRIDE: u32 = 0u; // floats per output row (0: H); gemma4's per-layer embedding shards write
+override OUT_OFFSET: u32 = 0u; // their columns [OUT_OFFSET, OUT_OFFSET + H) of rows of OUT_STRIDE
 
 @group(0) @binding(0) var<storage, read> w: array<u32>;
 @group(0) @binding(1) var<storage, read> s: array<u32>;
@@ -50,5 +52,6 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   let r = id - ROW_START;
   let k0 = (wid.y * 64u + lid.x) * 8u;
   if (k0 >= H) { return; }
-  for (var e = 0u; e < 8u; e++) { out[i * H + k0 + e] = value(r, k0 + e) * SCALE; }
+  let ob = i * select(OUT_STRIDE, H, OUT_STRIDE == 0u) + OUT_OFFSET + k0;
+  for (var e = 0u; e < 8u; e++) { out[ob + e] = value(r, k0 + e) * SCALE; }
 }

@@ -10,6 +10,7 @@ override HQ: u32 = 1u;
 override HKV: u32 = 1u;
 override R: u32 = 64u;          // rotary dims (even, ≤ D)
 override QK_NORM: bool = false;
+override V_NORM: bool = false;  // gemma4: v RMS-normed (no weight) before the cache
 override GATED: bool = false;
 override PREFILL: bool = false;
 override CTX: u32 = 1u;         // positions per slot in the cache
@@ -36,6 +37,82 @@ var<workgroup> red: array<f32, D>;
 
 //#include kv_page
 
+//#if HEAD512
+// Head dim 512 (gemma4's full layers; past the 256 invocations a workgroup may have): 256 threads, each dims d
+// and d + 256, the same steps.
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+  let d = lidv.x;
+  let head = wid.x;
+  let i = wid.y;
+  let b = select(i, 0u, PREFILL);
+  let t = select(0u, i, PREFILL);
+  let slot = rows[b * 8u + 0u];
+  let pos = rows[b * 8u + 1u] + t;
+  let is_q = head < HQ;
+  let kvh = head - HQ;
+  let kbase = select(HQ * D, 2u * HQ * D, GATED);
+  var src: u32;
+  if (is_q) { src = i * qkvWidth() + select(head * D, head * 2u * D, GATED); }
+  else { src = i * qkvWidth() + kbase + kvh * D; }
+  var v0 = qkv[src + d];
+  var v1 = qkv[src + d + 256u];
+  let vs = i * qkvWidth() + kbase + HKV * D + select(kvh, 0u, is_q) * D + d;
+  var vr = 1.0;
+  if (V_NORM) {
+    let a0 = select(qkv[vs], 0.0, is_q);
+    let a1 = select(qkv[vs + 256u], 0.0, is_q);
+    red[d] = a0 * a0 + a1 * a1;
+    workgroupBarrier();
+    for (var st = 128u; st > 0u; st = st / 2u) {
+      if (d < st) { red[d] += red[d + st]; }
+      workgroupBarrier();
+    }
+    vr = inverseSqrt(red[0] / f32(D) + EPS);
+    workgroupBarrier();
+  }
+  if (QK_NORM) {
+    red[d] = v0 * v0 + v1 * v1;
+    workgroupBarrier();
+    for (var st = 128u; st > 0u; st = st / 2u) {
+      if (d < st) { red[d] += red[d + st]; }
+      workgroupBarrier();
+    }
+    let r = inverseSqrt(red[0] / f32(D) + EPS);
+    v0 = v0 * r * norms[select(D, 0u, is_q) + d];
+    v1 = v1 * r * norms[select(D, 0u, is_q) + d + 256u];
+  }
+  buf[d] = v0;
+  buf[d + 256u] = v1;
+  workgroupBarrier();
+  v0 = ropeRotate(v0, buf[partnerOf(d)], d, pos);
+  v1 = ropeRotate(v1, buf[partnerOf(d + 256u)], d + 256u, pos);
+//#if KV16
+  red[d] = v0;  // a pair of neighbours is packed by its even thread
+  red[d + 256u] = v1;
+  workgroupBarrier();
+//#endif
+  if (is_q) {
+    q_out[(i * HQ + head) * D + d] = v0;
+    q_out[(i * HQ + head) * D + d + 256u] = v1;
+  } else if (pos < CTX) {
+    let at = kvRow(slot, kvh, pos) * D + d;
+//#if KV16
+    if (d % 2u == 0u) {
+      kc[at / 2u] = pack2x16float(vec2<f32>(v0, red[d + 1u]));
+      vc[at / 2u] = pack2x16float(vec2<f32>(qkv[vs], qkv[vs + 1u]) * vr);
+      kc[(at + 256u) / 2u] = pack2x16float(vec2<f32>(v1, red[d + 257u]));
+      vc[(at + 256u) / 2u] = pack2x16float(vec2<f32>(qkv[vs + 256u], qkv[vs + 257u]) * vr);
+    }
+//#else
+    kc[at] = v0;
+    vc[at] = qkv[vs] * vr;
+    kc[at + 256u] = v1;
+    vc[at + 256u] = qkv[vs + 256u] * vr;
+//#endif
+  }
+}
+//#else
 @compute @workgroup_size(D)
 fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
   let d = lidv.x;
@@ -52,6 +129,19 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
   if (is_q) { src = i * qkvWidth() + select(head * D, head * 2u * D, GATED); }
   else { src = i * qkvWidth() + kbase + kvh * D; }
   var v = qkv[src + d];
+  let vs = i * qkvWidth() + kbase + HKV * D + select(kvh, 0u, is_q) * D + d;
+  var vr = 1.0;
+  if (V_NORM) {
+    let vv = select(qkv[vs], 0.0, is_q);
+    red[d] = vv * vv;
+    workgroupBarrier();
+    for (var st = D / 2u; st > 0u; st = st / 2u) {
+      if (d < st) { red[d] += red[d + st]; }
+      workgroupBarrier();
+    }
+    vr = inverseSqrt(red[0] / f32(D) + EPS);
+    workgroupBarrier();
+  }
   if (QK_NORM) {
     red[d] = v * v;
     workgroupBarrier();
@@ -72,15 +162,15 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
     q_out[(i * HQ + head) * D + d] = v;
   } else if (pos < CTX) {
     let at = kvRow(slot, kvh, pos) * D + d;
-    let vs = i * qkvWidth() + kbase + HKV * D + kvh * D + d;
 //#if KV16
     if (d % 2u == 0u) {
       kc[at / 2u] = pack2x16float(vec2<f32>(v, red[d + 1u]));
-      vc[at / 2u] = pack2x16float(vec2<f32>(qkv[vs], qkv[vs + 1u]));
+      vc[at / 2u] = pack2x16float(vec2<f32>(qkv[vs], qkv[vs + 1u]) * vr);
     }
 //#else
     kc[at] = v;
-    vc[at] = qkv[vs];
+    vc[at] = qkv[vs] * vr;
 //#endif
   }
 }
+//#endif

@@ -218,17 +218,10 @@ uint64_t GpuMatrix::bytes() const {
 
 Result<std::unique_ptr<GpuModel>> uploadModel(gpu::Context& ctx, const ModelFolder& folder, const UploadOptions& opts) {
   const ModelConfig& c = folder.config();
-  if (!archGpuRunnable(c.arch))  // gemma4: folder, validator and CPU reference only (docs/architectures.md)
-    return makeError(ErrorCode::kUnsupported,
-                     "model_type '" + c.model_type + "': the GPU forward of this architecture is not implemented yet " +
-                         "(the folder layout and the CPU reference are; the GPU still needs head dim " +
-                         std::to_string(std::max(c.head_dim, c.global_head_dim)) +
-                         " in the attention kernels, KV-shared layers and per-layer inputs)",
-                     {{"model_type", c.model_type}, {"problem", "no_gpu_forward"}});
   auto m = std::make_unique<GpuModel>();
   m->config = c;
   Uploader up(ctx, folder, opts);
-  const uint32_t H = c.hidden, D = c.head_dim, I = c.intermediate;
+  const uint32_t H = c.hidden;
   const ModelNames names = modelNames(c);
   const bool layer_norm = c.norm == NormKind::kLayer;
   // A norm's weight (and its LayerNorm bias); nothing for a name the architecture leaves empty.
@@ -243,20 +236,33 @@ Result<std::unique_ptr<GpuModel>> uploadModel(gpu::Context& ctx, const ModelFold
     EWGPU_ASSIGN(m->lm_head, up.matrix({{names.lm_head, (uint32_t)c.vocab}}, H,
                                        names.lm_head_bias ? names.lm_head + ".bias" : ""));
   EWGPU_TRY(norm(names.final_norm, m->final_norm, &m->final_norm_b));
+  if (!names.ple_shards.empty()) {  // gemma4's per-layer embedding
+    const std::vector<int> shard_layers = gemma4PleShardLayers(c);
+    for (size_t s = 0; s < names.ple_shards.size(); ++s) {
+      GpuMatrix shard;
+      const uint32_t cols = (uint32_t)(shard_layers[s] * c.ple_dim);
+      EWGPU_ASSIGN(shard, up.matrix({{names.ple_shards[s], (uint32_t)c.ple_vocab}}, cols));
+      m->ple_shards.push_back(std::move(shard));
+    }
+    EWGPU_ASSIGN(m->ple_projection, up.matrix({{names.ple_projection, (uint32_t)(c.n_layers * c.ple_dim)}}, H));
+    EWGPU_ASSIGN(m->ple_projection_norm, up.vector(names.ple_projection_norm));
+  }
   const bool gated = c.mlp == MlpKind::kSwiGlu || c.mlp == MlpKind::kGeGlu;
   for (int i = 0; i < c.n_layers; ++i) {
     GpuLayer L;
     const std::string p = "model.layers." + std::to_string(i) + ".";
     const LayerNames n = layerNames(c, i);
     L.full_attention = c.isFullAttention(i);
+    const uint32_t D = c.headDimOf(i), I = c.intermediateOf(i);
     EWGPU_TRY(norm(n.input_norm, L.input_norm, &L.input_norm_b));
     EWGPU_TRY(norm(n.ffn_norm, L.post_norm, &L.post_norm_b));
     EWGPU_TRY(norm(n.post_attn_norm, L.attn_out_norm, nullptr));
     EWGPU_TRY(norm(n.post_ffn_norm, L.mlp_out_norm, nullptr));
     if (L.full_attention) {
-      uint32_t q_rows = (c.arch == Arch::kQwen3_5 ? 2 : 1) * c.n_heads * D, kv_rows = (uint32_t)c.n_kv_heads * D;
+      uint32_t q_rows = (c.arch == Arch::kQwen3_5 ? 2 : 1) * c.n_heads * D, kv_rows = (uint32_t)c.kvHeadsOf(i) * D;
       std::vector<Part> parts;
       if (n.qkv.size() == 1) parts = {{n.qkv[0], q_rows + 2 * kv_rows}};
+      else if (c.isKvShared(i)) parts = {{n.qkv[0], q_rows}};  // gemma4: k/v come from the source layer's cache
       else parts = {{n.qkv[0], q_rows}, {n.qkv[1], kv_rows}, {n.qkv[2], kv_rows}};
       EWGPU_ASSIGN(L.qkv, up.matrix(parts, H, n.qkv_bias && n.qkv.size() == 1 ? n.qkv[0] + ".bias" : ""));
       EWGPU_ASSIGN(L.o, up.matrix({{n.o, H}}, (uint32_t)c.n_heads * D, n.o_bias ? n.o + ".bias" : ""));
@@ -295,6 +301,12 @@ Result<std::unique_ptr<GpuModel>> uploadModel(gpu::Context& ctx, const ModelFold
     }
     EWGPU_ASSIGN(L.gate_up, up.matrix({{n.up, (gated ? 2 : 1) * I}}, H, n.up_bias ? n.up + ".bias" : ""));
     EWGPU_ASSIGN(L.down, up.matrix({{n.down, H}}, I, n.down_bias ? n.down + ".bias" : ""));
+    if (!n.ple_gate.empty()) {
+      EWGPU_ASSIGN(L.ple_gate, up.matrix({{n.ple_gate, (uint32_t)c.ple_dim}}, H));
+      EWGPU_ASSIGN(L.ple_proj, up.matrix({{n.ple_proj, H}}, (uint32_t)c.ple_dim));
+      EWGPU_ASSIGN(L.ple_norm, up.vector(n.ple_norm));
+    }
+    if (!n.layer_scalar.empty()) EWGPU_ASSIGN(L.layer_scalar, up.vector(n.layer_scalar));
     m->layers.push_back(std::move(L));
   }
   m->weight_bytes = up.bytes();

@@ -44,6 +44,10 @@ struct GpuLayer {
   gpu::Buffer conv_w, a_log, dt_bias, gdn_norm;  // f32 [C, ks], [nv], [nv], [Vd]
   // MLP.
   GpuMatrix gate_up, down;
+  // gemma4: the per-layer input branch (gate [hpl, H], projection [H, hpl], its output norm [H]) and the layer
+  // scalar (f32 [2], [0] multiplies the layer's output); empty elsewhere. A KV-shared layer's qkv holds q only.
+  GpuMatrix ple_gate, ple_proj;
+  gpu::Buffer ple_norm, layer_scalar;
 };
 
 struct GpuModel {
@@ -52,6 +56,11 @@ struct GpuModel {
   GpuMatrix lm_head;      // empty (n == 0) when tied: use embed
   gpu::Buffer final_norm, final_norm_b;  // final_norm_b: LayerNorm models only
   std::vector<GpuLayer> layers;
+  // gemma4's per-layer embedding: its shards ([ple_vocab, layers_s * hpl] each, layers in order), the model
+  // projection [L * hpl, H] and its norm [hpl]; empty elsewhere.
+  std::vector<GpuMatrix> ple_shards;
+  GpuMatrix ple_projection;
+  gpu::Buffer ple_projection_norm;
   uint64_t weight_bytes = 0;
 
   const GpuMatrix& logitsMatrix() const { return lm_head.n ? lm_head : embed; }

@@ -18,7 +18,7 @@ enum class Arch {
   kLlama, kMistral, kQwen2, kQwen3, kQwen3_5,
   kGemma, kGemma2, kGemma3, kPhi3, kOlmo2, kStableLm, kGptNeox, kPhi, kMinistral3,
   kBert,    // encoder (embedding model), issue 17
-  kGemma4,  // parsed, validated, CPU reference, tiny writer and converter; no GPU forward yet (archGpuRunnable)
+  kGemma4,  // Gemma 4 E2B text: per-layer head dims, KV-shared layers, per-layer inputs
 };
 // How a decoder layer normalises (docs/architectures.md): RMSNorm (stored weight as a plain multiplier; the (1 + w)
 // of gemma and qwen3_5 is baked in by the converters), or LayerNorm with a bias (stablelm, gpt_neox, phi).
@@ -35,7 +35,7 @@ std::optional<Arch> archFromName(std::string_view s);  // accepts "qwen3_5_text"
 bool archRunnable(std::string_view model_type);
 std::vector<std::string> runnableArchNames();  // "llama", "mistral", ... in Arch order
 // False for an architecture the model layer knows (parser, validator, CPU reference, writers) but the GPU
-// forward does not run yet: gemma4. archRunnable is archFromName && archGpuRunnable.
+// forward does not run yet (none today: gemma4 was the last). archRunnable is archFromName && archGpuRunnable.
 bool archGpuRunnable(Arch a);
 std::vector<std::string> knownArchNames();     // every Arch's name (runnable or not), in Arch order
 inline bool usesLayerNorm(Arch a) { return a == Arch::kStableLm || a == Arch::kGptNeox || a == Arch::kPhi; }

@@ -67,6 +67,9 @@ constexpr Preset kPresets[] = {
     {"gemma3-1b", Arch::kGemma3, 1152, 6912, 26, 4, 1, 256, 262144},
     {"olmo-2-1b", Arch::kOlmo2, 2048, 8192, 16, 16, 16, 128, 100352, false},
     {"stablelm-2-1.6b", Arch::kStableLm, 2048, 5632, 24, 32, 32, 64, 100352, false},
+    // Gemma 4 E2B text: head dim 256 (full layers 512), 20 KV-shared layers, per-layer inputs of 256, window 512
+    // (tinyModelConfig's real-shape gemma4 branch).
+    {"gemma-4-e2b", Arch::kGemma4, 1536, 6144, 35, 8, 1, 256, 262144},
 };
 
 // Random packed codes for one row (codes 0..2*max_int, padding codes 0).

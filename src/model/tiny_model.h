@@ -52,7 +52,7 @@ struct TinyModelSpec {
 };
 
 // Real dims for "qwen3-0.6b", "llama-3.2-1b", "qwen2.5-1.5b", "qwen3.5-0.8b", "qwen3.5-2b", "phi-3.5-mini",
-// "gemma-2-2b", "gemma3-1b", "olmo-2-1b", "stablelm-2-1.6b" (sets arch too).
+// "gemma-2-2b", "gemma3-1b", "olmo-2-1b", "stablelm-2-1.6b", "gemma-4-e2b" (sets arch too).
 // BAD_REQUEST for an unknown name.
 Status applyShapePreset(TinyModelSpec& spec, std::string_view shape);
 std::vector<std::string> shapePresetNames();  // the names applyShapePreset knows

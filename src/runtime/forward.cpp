@@ -3,6 +3,7 @@
 #include "kernels/attention_cpu.h"
 #include "kernels/sampling.h"
 #include "model/reference_model.h"
+#include "model/expected_params.h"
 #include "model/reference_ops.h"
 
 #include <algorithm>
@@ -30,12 +31,42 @@ kernels::GdnDims gdnDims(const ModelConfig& c) {
 uint32_t embedGroupsPerRow(const ModelConfig& c) { return (c.hidden + 511) / 512; }
 
 // Bytes of one KV page (K and V of every attention layer) and of one recurrent-state snapshot (every GDN layer).
+// A layer with a KV cache of its own: attention (not Qwen3.5's GDN) and not one of gemma4's KV-shared layers.
+bool ownsKv(const ModelConfig& c, int l) { return c.isFullAttention(l) && !c.isKvShared(l); }
+
+// Elements of one KV page of layer l's K (or V): its KV heads and head dim (gemma4 varies them by layer).
+uint64_t layerPageElems(const ModelConfig& c, int l) {
+  return (uint64_t)c.kvHeadsOf(l) * kPageTokens * c.headDimOf(l);
+}
+
 uint64_t pageBytes(const ModelConfig& c) {
   uint64_t b = 0;
   for (int l = 0; l < c.n_layers; ++l)
-    if (c.isFullAttention(l)) b += 2ull * c.n_kv_heads * kPageTokens * c.head_dim * 4;
+    if (ownsKv(c, l)) b += 2ull * layerPageElems(c, l) * 4;
   return b;
 }
+
+// The widest layer's query width (HQ · D) and MLP intermediate, and the largest head dim (gemma4 varies them).
+uint32_t maxQd(const ModelConfig& c) {
+  uint32_t m = (uint32_t)(c.n_heads * c.head_dim);
+  for (int l = 0; l < c.n_layers; ++l) m = std::max<uint32_t>(m, c.n_heads * c.headDimOf(l));
+  return m;
+}
+uint32_t maxInter(const ModelConfig& c) {
+  uint32_t m = (uint32_t)c.intermediate;
+  for (int l = 0; l < c.n_layers; ++l) m = std::max<uint32_t>(m, c.intermediateOf(l));
+  return m;
+}
+uint32_t maxHeadDim(const ModelConfig& c) {
+  uint32_t m = (uint32_t)c.head_dim;
+  for (int l = 0; l < c.n_layers; ++l) m = std::max<uint32_t>(m, c.headDimOf(l));
+  return m;
+}
+// Rotary dims of a layer's table: gemma4's tables span the whole head (the full layers' proportional RoPE leaves
+// the frequencies past its share zero); every other architecture's rotaryDim().
+uint32_t rotaryOf(const ModelConfig& c, int l) { return c.isGemma4() ? c.headDimOf(l) : c.rotaryDim(); }
+// Floats of gemma4's per-layer inputs per row: L · hpl (0 elsewhere).
+uint64_t pleWidth(const ModelConfig& c) { return c.isGemma4() ? (uint64_t)c.n_layers * c.ple_dim : 0; }
 
 uint64_t snapshotBytes(const ModelConfig& c) {
   const kernels::GdnDims gd = gdnDims(c);
@@ -54,7 +85,9 @@ bool attnGqa() {
 uint32_t pagesFor(uint32_t positions) { return (positions + kPageTokens - 1) / kPageTokens; }
 
 uint32_t attnWidth(const ModelConfig& c) {
-  return ((c.arch == Arch::kQwen3_5 ? 2u : 1u) * c.n_heads + 2u * c.n_kv_heads) * c.head_dim;
+  uint32_t w = ((c.arch == Arch::kQwen3_5 ? 2u : 1u) * c.n_heads + 2u * c.n_kv_heads) * c.head_dim;
+  for (int l = 0; l < c.n_layers; ++l) w = std::max<uint32_t>(w, (c.n_heads + 2u * c.kvHeadsOf(l)) * c.headDimOf(l));
+  return w;
 }
 
 // The families beyond llama / qwen need norm outputs and branch outputs of their own (Forward::normed_ ...).
@@ -77,10 +110,8 @@ Epilogue mlpEpilogue(const ModelConfig& c) {
 }
 
 // A RoPE table [ctx, R]: cos then sin of each position's angles (ropeSpecOf: scaling, LongRoPE, YaRN), in double.
-std::vector<float> ropeTable(const ModelConfig& c, double theta, uint32_t positions) {
-  const int R = c.rotaryDim();
-  ref::RopeSpec spec = ropeSpecOf(c, 0);
-  spec.theta = theta;
+std::vector<float> ropeTable(const ref::RopeSpec& spec, uint32_t positions) {
+  const int R = spec.rotary_dim;
   std::vector<float> table((size_t)positions * R);
   std::vector<double> cs, sn;
   for (uint32_t p = 0; p < positions; ++p) {
@@ -123,9 +154,14 @@ Result<std::unique_ptr<Forward>> Forward::create(gpu::Context& ctx, const GpuMod
     return makeError(ErrorCode::kBadRequest, "too many KV pages", {{"pages", pool}, {"cache_pages", o.cache_pages}});
   f->pool_ = (uint32_t)pool;
   f->snaps_ = f->hybrid() ? (o.snapshots == ForwardOptions::kAuto ? o.slots + 1 : std::min(o.snapshots, 1024u)) : 0;
-  if (c.hidden % 32 || c.head_dim % 4 || c.head_dim > 256)
-    return makeError(ErrorCode::kInvalidModelFolder, "unsupported dimensions for the GPU kernels",
-                     {{"hidden", c.hidden}, {"head_dim", c.head_dim}, {"problem", "hidden % 32 or head_dim > 256"}});
+  for (int l = 0; l <= c.n_layers; ++l) {  // every layer's head dim (gemma4 varies it), then the model's
+    const int D = l < c.n_layers ? c.headDimOf(l) : c.head_dim;
+    if (c.hidden % 32 || D % 4 || (D > 256 && D != 512))  // qk_prepare HEAD512 takes exactly 512
+      return makeError(ErrorCode::kInvalidModelFolder, "unsupported dimensions for the GPU kernels",
+                       {{"hidden", c.hidden},
+                        {"head_dim", D},
+                        {"problem", "hidden % 32, or head_dim > 256 and not 512"}});
+  }
   // The memory budget: 90% of the device-local memory where the adapter reports it (docs/engine.md, "Rows").
   if (const uint64_t dev = ctx.info().deviceLocalBytes()) {
     const uint64_t budget = dev / 10 * 9;
@@ -162,18 +198,20 @@ uint64_t Forward::slotBytes(const ModelConfig& c, uint32_t context) {
 
 uint64_t Forward::fixedBytes(const ModelConfig& c, uint32_t rows, uint32_t context, uint32_t prefill_chunk) {
   const kernels::GdnDims gd = gdnDims(c);
-  const uint64_t qd = (uint64_t)c.n_heads * c.head_dim;
+  const uint64_t qd = maxQd(c), inter = maxInter(c);
   const bool gdn = c.arch == Arch::kQwen3_5;
   const uint64_t mixw = std::max<uint64_t>(qd, gdn ? gd.outWidth() : 0);
   const uint64_t projw = gdn ? gd.projWidth() : 1, prepw = gdn ? gd.prepWidth() : 1;
+  const uint64_t ple = 2 * pleWidth(c) + (c.isGemma4() ? c.ple_dim : 0);  // gemma4's per-layer inputs and gate
   const uint64_t per_token =
-      (uint64_t)c.hidden * 2 + attnWidth(c) + projw + mixw + c.intermediate + prepw + qd + familyWidth(c);
-  const uint64_t per_row = (uint64_t)c.vocab + c.hidden + attnWidth(c) + projw + mixw + c.intermediate + prepw +
-                           (uint64_t)c.n_heads * 16 * (c.head_dim + 4) +  // attention partials at most
-                           familyWidth(c);
+      (uint64_t)c.hidden * 2 + attnWidth(c) + projw + mixw + inter + prepw + qd + familyWidth(c) + ple;
+  const uint64_t per_row = (uint64_t)c.vocab + c.hidden + attnWidth(c) + projw + mixw + inter + prepw +
+                           (uint64_t)c.n_heads * 16 * (maxHeadDim(c) + 4) +  // attention partials at most
+                           familyWidth(c) + ple;
+  const uint64_t rope = c.isGemma4() ? (uint64_t)c.head_dim + c.global_head_dim : (uint64_t)c.rotaryDim();
   // Prefix reuse at its defaults: one context of cached pages, the trash and scratch pages, rows + 1 snapshots.
   const uint64_t reuse = (pagesFor(context) + 2) * pageBytes(c) + (gdn ? (rows + 1) * snapshotBytes(c) : 0);
-  return 4 * ((rows + 1) * per_row + (uint64_t)prefill_chunk * per_token + (uint64_t)context * c.rotaryDim()) + reuse;
+  return 4 * ((rows + 1) * per_row + (uint64_t)prefill_chunk * per_token + (uint64_t)context * rope) + reuse;
 }
 
 uint32_t Forward::rowsThatFit(const ModelConfig& c, uint32_t context, uint64_t weight_bytes, uint64_t budget) {
@@ -197,7 +235,9 @@ Result<kernels::RmsNormOp> Forward::familyNorm(const gpu::Buffer& x, const gpu::
 }
 
 const gpu::Buffer& Forward::ropeOf(int layer) const {
-  return rope_local_.handle() && model_.config.ropeThetaOf(layer) != model_.config.rope_theta ? rope_local_ : rope_;
+  const ModelConfig& c = model_.config;
+  if (c.isGemma4()) return c.windowOf(layer) > 0 ? rope_local_ : rope_;  // sliding / full tables
+  return rope_local_.handle() && c.ropeThetaOf(layer) != c.rope_theta ? rope_local_ : rope_;
 }
 
 Result<gpu::Buffer> Forward::buffer(uint64_t bytes, const char* label, uint64_t* counter) {
@@ -208,7 +248,7 @@ Result<gpu::Buffer> Forward::buffer(uint64_t bytes, const char* label, uint64_t*
 Status Forward::createBuffers() {
   const ModelConfig& c = model_.config;
   const uint64_t B = opts_.max_batch, T = chunk_, H = c.hidden, V = c.vocab;
-  const uint64_t qd = (uint64_t)c.n_heads * c.head_dim;
+  const uint64_t qd = maxQd(c), inter = maxInter(c);
   kernels::GdnDims gd = gdnDims(c);
   const uint64_t mixw = std::max<uint64_t>(qd, c.arch == Arch::kQwen3_5 ? gd.outWidth() : 0);
   const uint64_t projw = c.arch == Arch::kQwen3_5 ? gd.projWidth() : 1, prepw = c.arch == Arch::kQwen3_5 ? gd.prepWidth() : 1;
@@ -227,7 +267,7 @@ Status Forward::createBuffers() {
   EWGPU_ASSIGN(qkv_, buffer(B * attnWidth(c) * 4, "qkv", act));
   EWGPU_ASSIGN(proj_, buffer(B * projw * 4, "proj", act));
   EWGPU_ASSIGN(mix_, buffer(B * mixw * 4, "mix", act));
-  EWGPU_ASSIGN(act_, buffer(B * c.intermediate * 4, "act", act));
+  EWGPU_ASSIGN(act_, buffer(B * inter * 4, "act", act));
   EWGPU_ASSIGN(prep_, buffer(B * prepw * 4, "prep", act));
   // Decode attention: enough position ranges that heads × rows × ranges fill ~512 workgroups (at most 32); one
   // range on CPU adapters (SwiftShader runs workgroups on a few threads). EWGPU_ATTN_SPLIT overrides. Ranges
@@ -236,8 +276,9 @@ Status Forward::createBuffers() {
   attn_split_ = std::clamp<uint32_t>(512 / std::max<uint32_t>(1, c.n_heads * (uint32_t)B), 1, 32);
   if (ctx_.info().cpuAdapter()) attn_split_ = 1;
   if (const char* e = std::getenv("EWGPU_ATTN_SPLIT")) attn_split_ = std::clamp<uint32_t>(std::atoi(e), 1, 64);
+  if (c.isGemma4()) attn_split_ = 1;  // attention_combine takes one head dim; gemma4's vary by layer
   if (attn_split_ > 1)
-    EWGPU_ASSIGN(attn_part_, buffer(B * c.n_heads * attn_split_ * (c.head_dim + 4) * 4, "attention-partials", act));
+    EWGPU_ASSIGN(attn_part_, buffer(B * c.n_heads * attn_split_ * (maxHeadDim(c) + 4) * 4, "attention-partials", act));
   EWGPU_ASSIGN(prows_, buffer((kRowWords + tables) * 4, "prefill-rows", nullptr));
   {
     std::vector<uint32_t> ident(tables);
@@ -258,16 +299,27 @@ Status Forward::createBuffers() {
   EWGPU_ASSIGN(pproj_, buffer(T * projw * 4, "prefill-proj", act));
   EWGPU_ASSIGN(pq_, buffer(T * qd * 4, "prefill-q", act));
   EWGPU_ASSIGN(pmix_, buffer(T * mixw * 4, "prefill-mix", act));
-  EWGPU_ASSIGN(pact_, buffer(T * c.intermediate * 4, "prefill-act", act));
+  EWGPU_ASSIGN(pact_, buffer(T * inter * 4, "prefill-act", act));
   EWGPU_ASSIGN(pprep_, buffer(T * prepw * 4, "prefill-prep", act));
   EWGPU_ASSIGN(plast_, buffer(H * 4, "prefill-last", act));
 
   // RoPE tables [ctx, R]: cos then sin of each position's angles, computed in double (ropeTable). gemma3's
-  // sliding layers have a base of their own, so a second table.
+  // sliding layers have a base of their own, so a second table; gemma4's full layers (rope_) and sliding layers
+  // (rope_local_) each their own spec (ropeSpecOf: f32 angles, the full layers' proportional frequencies).
+  int g4_full = -1, g4_sliding = -1;
+  for (int l = 0; l < c.n_layers && c.isGemma4(); ++l) (c.windowOf(l) > 0 ? g4_sliding : g4_full) = l;
   for (int pass = 0; pass < 2; ++pass) {
     const double theta = pass ? c.rope_local_theta : c.rope_theta;
-    if (pass && !(c.rope_local_theta > 0 && c.rope_local_theta != c.rope_theta)) break;
-    const std::vector<float> table = ropeTable(c, theta, ctx_len_);
+    ref::RopeSpec spec = ropeSpecOf(c, 0);
+    if (c.isGemma4()) {
+      const int l = pass ? g4_sliding : g4_full;
+      if (l < 0) continue;
+      spec = ropeSpecOf(c, l);
+    } else {
+      if (pass && !(c.rope_local_theta > 0 && c.rope_local_theta != c.rope_theta)) break;
+      spec.theta = theta;
+    }
+    const std::vector<float> table = ropeTable(spec, ctx_len_);
     gpu::Buffer& dst = pass ? rope_local_ : rope_;
     EWGPU_ASSIGN(dst, buffer(table.size() * 4, pass ? "rope-local" : "rope", act));
     ctx_.write(dst, 0, table.data(), table.size() * 4);
@@ -287,19 +339,37 @@ Status Forward::createBuffers() {
     const uint32_t one[4] = {1, 0, 0, 0};
     ctx_.write(one_, 0, one, sizeof one);
   }
+  if (pleWidth(c)) {  // gemma4's per-layer inputs
+    EWGPU_ASSIGN(pli_, buffer(B * pleWidth(c) * 4, "per-layer-inputs", act));
+    EWGPU_ASSIGN(pliproj_, buffer(B * pleWidth(c) * 4, "per-layer-projection", act));
+    EWGPU_ASSIGN(pgate_, buffer(B * c.ple_dim * 4, "per-layer-gate", act));
+    EWGPU_ASSIGN(ppli_, buffer(T * pleWidth(c) * 4, "prefill-per-layer-inputs", act));
+    EWGPU_ASSIGN(ppliproj_, buffer(T * pleWidth(c) * 4, "prefill-per-layer-projection", act));
+    EWGPU_ASSIGN(ppgate_, buffer(T * c.ple_dim * 4, "prefill-per-layer-gate", act));
+    for (int l = 0; l < c.n_layers; ++l) {
+      const float idx[4] = {(float)l, 0, 0, 0};
+      gpu::Buffer b;
+      EWGPU_ASSIGN(b, buffer(16, "layer-index", nullptr));
+      ctx_.write(b, 0, idx, sizeof idx);
+      layer_index_.push_back(std::move(b));
+    }
+  }
 
   for (int l = 0; l < c.n_layers; ++l) {
     gpu::Buffer kc, vc, cs, st;
     gpu::Buffer sc, ss;
-    if (c.isFullAttention(l)) {
-      // The page pool and the trash page: [pool + 1, HKV, kPageTokens, D].
+    if (ownsKv(c, l)) {
+      // The page pool and the trash page: [pool + 1, HKV, kPageTokens, D] (the layer's HKV and D).
       const uint64_t eb = kv16_ ? 2 : 4;
-      uint64_t kv = ((uint64_t)pool_ + 1) * c.n_kv_heads * kPageTokens * c.head_dim * eb;
+      uint64_t kv = ((uint64_t)pool_ + 1) * layerPageElems(c, l) * eb;
       EWGPU_ASSIGN(kc, buffer(kv, "k-cache", &stats_.kv_bytes));
       EWGPU_ASSIGN(vc, buffer(kv, "v-cache", &stats_.kv_bytes));
-      if (!page_scratch_.handle())
-        EWGPU_ASSIGN(page_scratch_, buffer((uint64_t)c.n_kv_heads * kPageTokens * c.head_dim * eb, "kv-page-scratch",
-                                           &stats_.kv_bytes));
+      uint64_t scratch = 0;
+      for (int j = 0; j < c.n_layers; ++j)
+        if (ownsKv(c, j)) scratch = std::max(scratch, layerPageElems(c, j) * eb);
+      if (!page_scratch_.handle()) EWGPU_ASSIGN(page_scratch_, buffer(scratch, "kv-page-scratch", &stats_.kv_bytes));
+    } else if (c.isFullAttention(l)) {
+      // gemma4's KV-shared layer: no cache, it attends over its source layer's (kvSourceOf).
     } else {
       EWGPU_ASSIGN(cs, buffer(opts_.slots * gd.convStateFloats() * 4, "conv-state", &stats_.state_bytes));
       EWGPU_ASSIGN(st, buffer(opts_.slots * gd.stateFloats() * 4, "gdn-state", &stats_.state_bytes));
@@ -320,7 +390,7 @@ Status Forward::createBuffers() {
 
 Status Forward::createDecodeOps() {
   const ModelConfig& c = model_.config;
-  const uint32_t B = opts_.max_batch, D = c.head_dim;
+  const uint32_t B = opts_.max_batch;
   const bool gated = c.arch == Arch::kQwen3_5;
   auto gemvCfg = [&](GemvConfig g) {
     g.act = opts_.activations;
@@ -344,14 +414,67 @@ Status Forward::createDecodeOps() {
     }
     start += E.rows[ch];
   }
-  gpu::Constants attn_k{{"D", D}, {"HQ", c.n_heads}, {"HKV", c.n_kv_heads}, {"CTX", ctx_len_},
-                        {"GATED", gated ? 1 : 0}, {"PAGED", 1}, {"PAGE", kPageTokens}, {"MAXP", pps_},
-                        {"PT", kRowWords}};
+  if (pleWidth(c)) {  // gemma4's per-layer inputs: the shards' rows, the model projection, combined (MODE 0)
+    const uint32_t W = (uint32_t)pleWidth(c);
+    const std::vector<int> shard_layers = gemma4PleShardLayers(c);
+    uint32_t first = 0;  // the shard's first layer
+    for (size_t s = 0; s < model_.ple_shards.size(); ++s) {
+      const GpuMatrix& S = model_.ple_shards[s];
+      uint32_t row0 = 0;
+      for (size_t ch = 0; ch < S.w.size(); ++ch) {
+        for (int pass = 0; pass < 2; ++pass) {
+          gpu::Constants k{{"QFMT", (int)S.format}, {"N", S.rows[ch]}, {"H", S.k}, {"ROW_START", row0},
+                           {"ID_STRIDE", pass == 0 ? kRowWords : 1}, {"ID_OFFSET", pass == 0 ? 4 : 0},
+                           {"OUT_STRIDE", W}, {"OUT_OFFSET", first * c.ple_dim}};
+          auto kern = ctx_.kernel("embed", k);
+          if (!kern) return std::move(kern).error();
+          const gpu::Buffer& sc = S.s.empty() ? S.w[ch] : S.s[ch];
+          auto bg = ctx_.bindGroup(
+              **kern, {{&S.w[ch]}, {&sc}, {pass == 0 ? &rows_ : &pids_}, {pass == 0 ? &pli_ : &ppli_}});
+          if (!bg) return std::move(bg).error();
+          (pass == 0 ? ple_lookup_ : pple_lookup_).push_back({*kern, std::move(*bg), (S.k + 511) / 512});
+        }
+        row0 += S.rows[ch];
+      }
+      first += shard_layers[s];
+    }
+    EWGPU_ASSIGN(ple_model_, kernels::GemvOp::create(ctx_, model_.ple_projection.view(), hidden_, pliproj_,
+                                                     gemvCfg({Epilogue::kStore, B})));
+    const gpu::Constants pk{{"P", c.ple_dim}, {"L", c.n_layers}, {"H", c.hidden}, {"EPS", c.rms_eps},
+                            {"IN_SCALE", (float)(1.0 / std::sqrt((double)c.hidden))},
+                            {"OUT_SCALE", (float)(1.0 / std::sqrt(2.0))}};
+    for (uint32_t mode = 0; mode < 3; ++mode) {
+      gpu::Constants mk = pk;
+      mk["MODE"] = mode;
+      auto k = ctx_.kernel("per_layer", mk);
+      if (!k) return std::move(k).error();
+      (mode == 0 ? ple_combine_ : mode == 1 ? ple_mul_ : layer_scale_) = *k;
+    }
+    const gpu::Buffer& pn = model_.ple_projection_norm;
+    auto bg = ctx_.bindGroup(*ple_combine_, {{&pliproj_}, {&pn}, {&pli_}, {&active_}, {&pn}});
+    if (!bg) return std::move(bg).error();
+    ple_combine_bg_ = std::move(*bg);
+    auto pbg = ctx_.bindGroup(*ple_combine_, {{&ppliproj_}, {&pn}, {&ppli_}, {&pmeta_}, {&pn}});
+    if (!pbg) return std::move(pbg).error();
+    pple_combine_bg_ = std::move(*pbg);
+  }
   const bool ln = c.norm == NormKind::kLayer;
   for (int l = 0; l < c.n_layers; ++l) {
     const GpuLayer& L = model_.layers[l];
     LayerOps ops;
     ops.full = L.full_attention;
+    // The layer's attention shape (gemma4 varies head dim and KV heads by layer; a KV-shared layer reads the cache
+    // of its source layer and computes q only).
+    const uint32_t D = c.headDimOf(l), HKV = c.kvHeadsOf(l);
+    const int src = c.kvSourceOf(l);
+    const bool shared = src != l;
+    gpu::Constants attn_k{{"D", D}, {"HQ", c.n_heads}, {"HKV", HKV}, {"CTX", ctx_len_},
+                          {"GATED", gated ? 1 : 0}, {"PAGED", 1}, {"PAGE", kPageTokens}, {"MAXP", pps_},
+                          {"PT", kRowWords}};
+    if (c.isGemma4()) {
+      attn_k["V_NORM"] = 1;
+      if (shared) attn_k["KV_SHARED"] = 1;
+    }
     // The input of the layer's first projection: hidden_ through the GEMV's fused RMSNorm (the llama / qwen path),
     // hidden_ as it is (olmo2: no pre-norm), or normed_ from a norm op (LayerNorm; a parallel block's norms run
     // both before the attention, so its MLP reads the layer's input).
@@ -369,7 +492,7 @@ Status Forward::createDecodeOps() {
                                                   gemvCfg({Epilogue::kStore, B, in_norm, c.rms_eps})));
       if (c.qk_norm_full) {  // olmo2: q|k|v normed into qkvn_, which the attention reads
         QkvNormOps qn;
-        auto k = ctx_.kernel("qkv_norm", {{"QW", c.n_heads * D}, {"KW", c.n_kv_heads * D}, {"EPS", c.rms_eps}});
+        auto k = ctx_.kernel("qkv_norm", {{"QW", c.n_heads * D}, {"KW", HKV * D}, {"EPS", c.rms_eps}});
         if (!k) return std::move(k).error();
         qn.kernel = *k;
         auto bg = ctx_.bindGroup(**k, {{&qkv_}, {&L.qk_norm_full}, {&qkvn_}, {&active_}});
@@ -383,16 +506,20 @@ Status Forward::createDecodeOps() {
       const gpu::Buffer& dqkv = c.qk_norm_full ? qkvn_ : qkv_;   // the attention's q|k|v, decode
       const gpu::Buffer& pqkv = c.qk_norm_full ? pqkvn_ : pqkv_;  // and prefill
       gpu::Constants pk = attn_k;
-      pk["R"] = c.rotaryDim();
+      pk["R"] = rotaryOf(c, l);
       pk["QK_NORM"] = c.qk_norm ? 1 : 0;
       pk["EPS"] = c.rms_eps;
       pk["PREFILL"] = 1;
-      const std::vector<std::string> kvdef = kv16_ ? std::vector<std::string>{"KV16"} : std::vector<std::string>{};
+      // Defines: an f16 cache (KV16), and head dims past 256 (HEAD512: gemma4's full layers, larger scratch arrays).
+      std::vector<std::string> kvdef;
+      if (kv16_) kvdef.push_back("KV16");
+      if (D > 256) kvdef.push_back("HEAD512");
       auto k = ctx_.kernel("qk_prepare", pk, kvdef);  // prefill only: decode attention does this work itself (FUSED)
       if (!k) return std::move(k).error();
-      auto bg = ctx_.bindGroup(**k, {{&pqkv}, {&prows_}, {&ropeOf(l)}, {&L.qk_norm}, {&pq_}, {&kc_[l]}, {&vc_[l]}});
+      auto bg = ctx_.bindGroup(**k, {{&pqkv}, {&prows_}, {&ropeOf(l)}, {&L.qk_norm}, {&pq_}, {&kc_[src]}, {&vc_[src]}});
       if (!bg) return std::move(bg).error();
       a.pprep = *k;
+      a.pprep_gx = c.n_heads + (shared ? 0 : HKV);
       a.pprep_bg = std::move(*bg);
       for (int pass = 0; pass < 2; ++pass) {
         gpu::Constants ak = pk;
@@ -407,7 +534,8 @@ Status Forward::createDecodeOps() {
           ak["Q_BETA"] = c.rope_scaling->llama4_beta;
           ak["Q_ORIG"] = c.rope_scaling->original_max_position_embeddings;
         }
-        if (ctx_.info().cpuAdapter()) {  // SwiftShader: barriers cost per invocation, use fewer
+        // SwiftShader: barriers cost per invocation, use fewer (WG must stay ≥ D / 4: not for HEAD512).
+        if (ctx_.info().cpuAdapter() && D <= 256) {
           ak["WG"] = 64;
           ak["RS"] = 8;
         }
@@ -422,9 +550,10 @@ Status Forward::createDecodeOps() {
         }
         // Opt-in (EWGPU_ATTN_GQA=1), GPUs: attention_gqa.wgsl, one workgroup per KV head for its G query heads. It
         // measured slower than attention.wgsl's workgroup per query head (docs/measurements/h200-run18).
-        const uint32_t G = c.n_heads / std::max(1, c.n_kv_heads);
-        const bool gqa = pass == 0 && !cpu_attn && attnGqa() && G >= 2 && G <= 8 && c.n_heads % c.n_kv_heads == 0 &&
-                         c.attn_softcap == 0 && !(c.rope_scaling && c.rope_scaling->llama4_beta > 0);
+        const uint32_t G = c.n_heads / std::max<uint32_t>(1, HKV);
+        const bool gqa = pass == 0 && !cpu_attn && attnGqa() && !c.isGemma4() && G >= 2 && G <= 8 &&
+                         c.n_heads % c.n_kv_heads == 0 && c.attn_softcap == 0 &&
+                         !(c.rope_scaling && c.rope_scaling->llama4_beta > 0);
         if (gqa) {
           for (const char* unused : {"PREFILL", "FUSED"}) ak.erase(unused);
           const uint32_t dv = D / 4;
@@ -437,13 +566,13 @@ Status Forward::createDecodeOps() {
           ak["PN"] = G * wg;
         }
         const uint32_t gx = cpu_attn ? (c.n_heads + kernels::kAttentionCpuHeads - 1) / kernels::kAttentionCpuHeads
-                            : gqa    ? c.n_kv_heads
+                            : gqa    ? HKV
                                      : c.n_heads;
         (pass ? a.pattn_gx : a.attn_gx) = gx;
         if (pass) a.pattn_gz = cpu_attn ? 2 : 1;
         auto k2 = ctx_.kernel(cpu_attn ? "attention_cpu" : gqa ? "attention_gqa" : "attention", ak, kvdef);
         if (!k2) return std::move(k2).error();
-        auto bg2 = ctx_.bindGroup(**k2, {{pass ? &pq_ : &dqkv}, {pass ? &prows_ : &rows_}, {&kc_[l]}, {&vc_[l]},
+        auto bg2 = ctx_.bindGroup(**k2, {{pass ? &pq_ : &dqkv}, {pass ? &prows_ : &rows_}, {&kc_[src]}, {&vc_[src]},
                                          {pass ? &pqkv : &dqkv},
                                          {pass ? &pmix_ : attn_split_ > 1 ? &attn_part_ : &mix_}, {&ropeOf(l)},
                                          {&L.qk_norm}});
@@ -496,6 +625,30 @@ Status Forward::createDecodeOps() {
     EWGPU_ASSIGN(ops.down, kernels::GemvOp::create(ctx_, L.down.view(), act_, post ? branch_ : hidden_,
                                                    gemvCfg({post ? Epilogue::kStore : Epilogue::kResidualAdd, B})));
     if (post) EWGPU_ASSIGN(ops.n_mlp_out, familyNorm(branch_, L.mlp_out_norm, nullptr, hidden_, active_, B, true));
+    if (L.ple_gate.n) {  // gemma4: the per-layer input branch, normed into the residual
+      ops.ple = true;
+      EWGPU_ASSIGN(ops.ple_gate, kernels::GemvOp::create(ctx_, L.ple_gate.view(), hidden_, pgate_,
+                                                         gemvCfg({Epilogue::kGeluTanh, B})));
+      auto bg = ctx_.bindGroup(*ple_mul_, {{&pgate_}, {&layer_index_[l]}, {&pli_}, {&active_}, {&layer_index_[l]}});
+      if (!bg) return std::move(bg).error();
+      ops.ple_mul_bg = std::move(*bg);
+      EWGPU_ASSIGN(ops.ple_proj, kernels::GemvOp::create(ctx_, L.ple_proj.view(), pgate_, branch_,
+                                                         gemvCfg({Epilogue::kStore, B})));
+      EWGPU_ASSIGN(ops.n_ple, familyNorm(branch_, L.ple_norm, nullptr, hidden_, active_, B, true));
+    }
+    if (L.layer_scalar.handle()) {
+      if (!layer_scale_) {
+        auto k = ctx_.kernel("per_layer", {{"MODE", 2}, {"P", std::max(c.ple_dim, 1)}, {"L", c.n_layers},
+                                           {"H", c.hidden}});
+        if (!k) return std::move(k).error();
+        layer_scale_ = *k;
+      }
+      ops.scale = true;
+      auto bg = ctx_.bindGroup(*layer_scale_,
+                               {{&hidden_}, {&L.layer_scalar}, {&branch_}, {&active_}, {&L.layer_scalar}});
+      if (!bg) return std::move(bg).error();
+      ops.scale_bg = std::move(*bg);
+    }
     layers_.push_back(std::move(ops));
   }
   // The final norm: fused into the lm_head GEMV, or (LayerNorm) a norm op first.
@@ -509,10 +662,12 @@ Status Forward::createDecodeOps() {
   EWGPU_ASSIGN(plm_head_, kernels::GemvOp::create(ctx_, model_.logitsMatrix().view(), ln ? plastn_ : plast_, plogits_,
                                                   gemvCfg({Epilogue::kStore, 1, ln ? nullptr : &model_.final_norm,
                                                            c.rms_eps})));
-  if (c.final_softcap > 0) {  // gemma2: logits soft-capped before sampling
+  if (c.final_softcap > 0 || c.logit_scale != 1.0) {  // gemma2/4: logits (scaled, then) soft-capped before sampling
     for (int pass = 0; pass < 2; ++pass) {
       const uint32_t count = (pass ? 1u : B) * (uint32_t)c.vocab;
-      auto k = ctx_.kernel("softcap", {{"COUNT", count}, {"CAP", c.final_softcap}});
+      gpu::Constants sk{{"COUNT", count}, {"CAP", c.final_softcap}};
+      if (c.logit_scale != 1.0) sk["SCALE"] = (float)c.logit_scale;
+      auto k = ctx_.kernel("softcap", sk);
       if (!k) return std::move(k).error();
       auto bg = ctx_.bindGroup(**k, {{pass ? &plogits_ : &logits_}});
       if (!bg) return std::move(bg).error();
@@ -614,7 +769,26 @@ Status Forward::createPrefillOps() {
     EWGPU_ASSIGN(ops.pdown, kernels::GemmOp::create(ctx_, L.down.view(), pact_, post ? pbranch_ : phidden_, pmeta_,
                                                     post ? Epilogue::kStore : Epilogue::kResidualAdd, T));
     if (post) EWGPU_ASSIGN(ops.pn_mlp_out, familyNorm(pbranch_, L.mlp_out_norm, nullptr, phidden_, pmeta_, T, true));
+    if (ops.ple) {  // gemma4's per-layer input branch
+      EWGPU_ASSIGN(ops.pple_gate, kernels::GemmOp::create(ctx_, L.ple_gate.view(), phidden_, ppgate_, pmeta_,
+                                                          Epilogue::kGeluTanh, T));
+      auto bg = ctx_.bindGroup(*ple_mul_, {{&ppgate_}, {&layer_index_[l]}, {&ppli_}, {&pmeta_}, {&layer_index_[l]}});
+      if (!bg) return std::move(bg).error();
+      ops.pple_mul_bg = std::move(*bg);
+      EWGPU_ASSIGN(ops.pple_proj, kernels::GemmOp::create(ctx_, L.ple_proj.view(), ppgate_, pbranch_, pmeta_,
+                                                          Epilogue::kStore, T));
+      EWGPU_ASSIGN(ops.pn_ple, familyNorm(pbranch_, L.ple_norm, nullptr, phidden_, pmeta_, T, true));
+    }
+    if (ops.scale) {
+      auto bg = ctx_.bindGroup(*layer_scale_,
+                               {{&phidden_}, {&L.layer_scalar}, {&pbranch_}, {&pmeta_}, {&L.layer_scalar}});
+      if (!bg) return std::move(bg).error();
+      ops.pscale_bg = std::move(*bg);
+    }
   }
+  if (pleWidth(c))
+    EWGPU_ASSIGN(pple_model_, kernels::GemmOp::create(ctx_, model_.ple_projection.view(), phidden_, ppliproj_, pmeta_,
+                                                      Epilogue::kStore, T));
   return {};
 }
 
@@ -622,6 +796,11 @@ void Forward::recordDecodeStep(gpu::Recorder& rec, uint32_t rows, bool sampled) 
   const ModelConfig& c = model_.config;
   const uint32_t B = rows ? std::min(rows, opts_.max_batch) : opts_.max_batch;
   for (const auto& [k, bg] : embed_) rec.dispatch(*k, bg, B, embedGroupsPerRow(c));
+  if (ple_combine_) {  // gemma4's per-layer inputs
+    for (const Lookup& p : ple_lookup_) rec.dispatch(*p.kernel, p.bg, B, p.gy);
+    ple_model_.record(rec, B);
+    rec.dispatch(*ple_combine_, ple_combine_bg_, B, c.n_layers);
+  }
   for (const auto& L : layers_) {
     if (L.n_in) L.n_in->record(rec, B);
     if (L.n_mlp && c.parallel_residual) L.n_mlp->record(rec, B);  // the block's input, before the attention adds
@@ -644,6 +823,13 @@ void Forward::recordDecodeStep(gpu::Recorder& rec, uint32_t rows, bool sampled) 
     L.up.record(rec, B);
     L.down.record(rec, B);
     if (L.n_mlp_out) L.n_mlp_out->record(rec, B);
+    if (L.ple) {
+      L.ple_gate.record(rec, B);
+      rec.dispatch(*ple_mul_, L.ple_mul_bg, B);
+      L.ple_proj.record(rec, B);
+      L.n_ple->record(rec, B);
+    }
+    if (L.scale) rec.dispatch(*layer_scale_, L.scale_bg, B);
   }
   if (n_final_) n_final_->record(rec, B);
   lm_head_.record(rec, B);
@@ -661,10 +847,10 @@ void Forward::writePageTable(uint32_t slot, const std::vector<uint32_t>& pages) 
 
 void Forward::recordCopyPage(gpu::Recorder& rec, uint32_t from, uint32_t to) const {
   const ModelConfig& c = model_.config;
-  const uint64_t pb = (uint64_t)c.n_kv_heads * kPageTokens * c.head_dim * (kv16_ ? 2 : 4);
   if (from == to || from > pool_ || to > pool_) return;
   for (size_t l = 0; l < kc_.size(); ++l) {
     if (!kc_[l].handle()) continue;
+    const uint64_t pb = layerPageElems(c, (int)l) * (kv16_ ? 2 : 4);  // the layer's page (gemma4 varies it)
     for (const gpu::Buffer* b : {&kc_[l], &vc_[l]}) {  // WebGPU copies never share a buffer: through the scratch
       rec.copy(*b, from * pb, page_scratch_, 0, pb);
       rec.copy(page_scratch_, 0, *b, to * pb, pb);
@@ -707,6 +893,11 @@ void Forward::recordResetSlot(gpu::Recorder& rec, uint32_t slot) const {
 void Forward::recordPrefillChunk(gpu::Recorder& rec, uint32_t tokens, bool last, uint32_t decode_row) const {
   const ModelConfig& c = model_.config;
   for (const auto& [k, bg] : pembed_) rec.dispatch(*k, bg, tokens, embedGroupsPerRow(c));
+  if (ple_combine_) {  // gemma4's per-layer inputs
+    for (const Lookup& p : pple_lookup_) rec.dispatch(*p.kernel, p.bg, tokens, p.gy);
+    pple_model_.record(rec, tokens);
+    rec.dispatch(*ple_combine_, pple_combine_bg_, tokens, c.n_layers);
+  }
   for (const auto& L : layers_) {
     if (L.full) {
       const AttnOps& a = *L.attn;
@@ -714,7 +905,7 @@ void Forward::recordPrefillChunk(gpu::Recorder& rec, uint32_t tokens, bool last,
       if (L.pn_mlp) L.pn_mlp->record(rec, tokens);  // parallel block: the MLP's norm of the layer's input
       a.pqkv.record(rec, tokens);
       if (a.qkvn) rec.dispatch(*a.qkvn->kernel, a.qkvn->pbg, tokens, 3);
-      rec.dispatch(*a.pprep, a.pprep_bg, c.n_heads + c.n_kv_heads, tokens);
+      rec.dispatch(*a.pprep, a.pprep_bg, a.pprep_gx, tokens);
       rec.dispatch(*a.pattn, a.pattn_bg, a.pattn_gx, tokens, a.pattn_gz);
       a.po.record(rec, tokens);
       if (L.pn_attn_out) L.pn_attn_out->record(rec, tokens);
@@ -730,6 +921,13 @@ void Forward::recordPrefillChunk(gpu::Recorder& rec, uint32_t tokens, bool last,
     L.pup.record(rec, tokens);
     L.pdown.record(rec, tokens);
     if (L.pn_mlp_out) L.pn_mlp_out->record(rec, tokens);
+    if (L.ple) {
+      L.pple_gate.record(rec, tokens);
+      rec.dispatch(*ple_mul_, L.pple_mul_bg, tokens);
+      L.pple_proj.record(rec, tokens);
+      L.pn_ple->record(rec, tokens);
+    }
+    if (L.scale) rec.dispatch(*layer_scale_, L.pscale_bg, tokens);
   }
   if (!last) return;
   const uint64_t H4 = (uint64_t)c.hidden * 4;

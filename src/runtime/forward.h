@@ -141,6 +141,7 @@ class Forward {
     const gpu::Kernel *pprep = nullptr, *pattn = nullptr;
     gpu::BindGroup pprep_bg, pattn_bg;
     uint32_t pattn_gx = 0, pattn_gz = 1;  // prefill grid x and z: HQ and 1, or ceil(HQ / 4) and 2 (attention_cpu)
+    uint32_t pprep_gx = 0;  // qk_prepare's heads: HQ + HKV, or HQ on a KV-shared layer (gemma4: q only)
     bool pnorm_used = true;  // false: no input norm (olmo2), or the parallel block's norm op runs instead
     std::optional<QkvNormOps> qkvn;
   };
@@ -165,6 +166,18 @@ class Forward {
     // (n_*) and prefill (pn_*). n_mlp runs before the attention in a parallel block.
     std::optional<kernels::RmsNormOp> n_in, n_mlp, n_attn_out, n_mlp_out, pn_mlp, pn_attn_out, pn_mlp_out;
     bool ppost_used = true;  // ppost is the prefill's pre-MLP norm (false: none, or pn_mlp before the attention)
+    // gemma4, after the MLP: the per-layer input gate (GELU-tanh) times the layer's per-layer input (per_layer.wgsl
+    // MODE 1), its projection normed into the residual, then the layer scalar (MODE 2); decode and prefill.
+    bool ple = false, scale = false;
+    kernels::GemvOp ple_gate, ple_proj;
+    kernels::GemmOp pple_gate, pple_proj;
+    std::optional<kernels::RmsNormOp> n_ple, pn_ple;
+    gpu::BindGroup ple_mul_bg, pple_mul_bg, scale_bg, pscale_bg;
+  };
+  struct Lookup {  // one embed.wgsl dispatch
+    const gpu::Kernel* kernel = nullptr;
+    gpu::BindGroup bg;
+    uint32_t gy = 1;
   };
 
   Forward(gpu::Context& ctx, const GpuModel& m, const ForwardOptions& o) : ctx_(ctx), model_(m), opts_(o) {}
@@ -201,6 +214,15 @@ class Forward {
                                         bool add) const;
   std::vector<gpu::Buffer> kc_, vc_, conv_state_, state_;  // per layer (empty where not used)
   std::vector<LayerOps> layers_;
+  // gemma4's per-layer inputs: the shards' rows looked up into pli_ [rows, L * hpl], the model projection into
+  // pliproj_, combined in place (per_layer.wgsl MODE 0); pgate_ [rows, hpl] the layer's gate; decode and prefill.
+  gpu::Buffer pli_, pliproj_, pgate_, ppli_, ppliproj_, ppgate_;
+  std::vector<gpu::Buffer> layer_index_;  // per layer: f32 [4] holding its index (per_layer.wgsl MODE 1's aux)
+  std::vector<Lookup> ple_lookup_, pple_lookup_;
+  kernels::GemvOp ple_model_;
+  kernels::GemmOp pple_model_;
+  const gpu::Kernel *ple_combine_ = nullptr, *ple_mul_ = nullptr, *layer_scale_ = nullptr;
+  gpu::BindGroup ple_combine_bg_, pple_combine_bg_;
   std::vector<std::pair<const gpu::Kernel*, gpu::BindGroup>> embed_, pembed_;
   kernels::GemvOp lm_head_, plm_head_;
   std::optional<SampleOp> sample_, psample_;  // decode rows, the prefill row

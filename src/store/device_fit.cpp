@@ -69,8 +69,6 @@ bool isSupportedArch(const std::string& a) { return archRunnable(a); }
 std::span<const ArchGap> notYetRunnableArchs() {
   static constexpr ArchGap kGaps[] = {
       {"phi3_v", "a vision-language model: image input is not implemented"},
-      {"gemma4", "the GPU forward is not implemented yet (the folder layout, validator and CPU reference are): it "
-                 "needs head dim 512 in the attention kernels, KV-shared layers and per-layer inputs"},
   };
   return kGaps;
 }

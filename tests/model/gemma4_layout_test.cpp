@@ -48,7 +48,7 @@ TEST(Gemma4Layout, E2BConfigFromTheHfConfig) {
   const ModelConfig c = e2bConfig();
   EXPECT_EQ(c.arch, Arch::kGemma4);
   EXPECT_EQ(c.model_type, "gemma4");
-  EXPECT_FALSE(archRunnable("gemma4"));  // no GPU forward yet
+  EXPECT_TRUE(archRunnable("gemma4"));
   EXPECT_EQ(c.hidden, 1536);
   EXPECT_EQ(c.head_dim, 256);
   EXPECT_EQ(c.global_head_dim, 512);
