@@ -48,7 +48,8 @@ struct ForwardOptions {
   uint32_t cache_pages = kAuto;
   uint32_t snapshots = kAuto;
   // KV cache elements: f16 halves the cache and the attention's reads; f32 is exact against the CPU reference.
-  // kAuto: f16 on GPUs, f32 on CPU adapters (the tests' path); EWGPU_KV=f16|f32 overrides kAuto.
+  // kAuto: f16 on GPUs (f32 for gemma4: forward.cpp says why), f32 on CPU adapters (the tests' path);
+  // EWGPU_KV=f16|f32 overrides kAuto.
   enum class Kv { kAuto, kF32, kF16 };
   Kv kv = Kv::kAuto;
 };
