@@ -127,14 +127,14 @@ bool sampleCpuServes(const DeviceInfo& d);
 // at V = 151936 (4 was between). EWGPU_SAMPLE_UNROLL overrides (1..8) for A/B runs.
 uint32_t sampleUnroll();
 
-// sample.wgsl split over workgroups (PHASE 1..4, docs/sampling.md "The split sampler"): the passes over the whole
+// sample.wgsl split over workgroups (PHASE 1..5, docs/sampling.md "The split sampler"): the passes over the whole
 // vocabulary run on ceil(V / 2048) workgroups per row and the one-workgroup finish walks a candidate list, instead of
 // one workgroup per row walking the vocabulary about ten times for top-p. On by default where sample.wgsl runs;
 // EWGPU_SAMPLE_SPLIT=0 turns it off (one dispatch, PHASE 0) for A/B runs.
 bool sampleSplit();
 
 // The sampler's dispatches for up to `max_rows` rows: sample_cpu.wgsl or sample.wgsl in one dispatch, or
-// sample.wgsl's four split phases with their scratch (created here). `constants` are the kernel's (V, KMAX, ...).
+// sample.wgsl's five split phases with their scratch (created here) and its one-dispatch form beside them. `constants` are the kernel's (V, KMAX, ...).
 class SampleOp {
  public:
   struct Buffers {

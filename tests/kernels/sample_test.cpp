@@ -788,7 +788,7 @@ void expectSamePicks(uint32_t V, uint32_t K, uint32_t seed) {
   EXPECT_EQ(readWords(ctx, cpu_rig.logits, size_t(B) * V), readWords(ctx, std_rig.logits, size_t(B) * V));
 }
 
-// sample.wgsl split over workgroups (PHASE 1..4) against the same kernel in one dispatch per step, K steps of 8
+// sample.wgsl split over workgroups (PHASE 1..5) against the same kernel in one dispatch per step, K steps of 8
 // rows: greedy, temperature alone with every penalty, top-k + top-p, top-p on peaked logits (a short candidate
 // list), top-p on nearly uniform logits and a top-k of V / 3 (more candidates than CAP at the Qwen vocabulary: the
 // whole-vocabulary finish), a grammar mask with top-p, logit_bias with top-p and stop ids. Same tokens, finish
