@@ -134,7 +134,8 @@ uint32_t sampleUnroll();
 bool sampleSplit();
 
 // The sampler's dispatches for up to `max_rows` rows: sample_cpu.wgsl or sample.wgsl in one dispatch, or
-// sample.wgsl's five split phases with their scratch (created here) and its one-dispatch form beside them. `constants` are the kernel's (V, KMAX, ...).
+// sample.wgsl's five split phases with their scratch (created here) and its one-dispatch form beside them.
+// `constants` are the kernel's (V, KMAX, ...).
 class SampleOp {
  public:
   struct Buffers {
