@@ -713,6 +713,28 @@ TEST(SampleKernel, ReportsDispatchCost) {
   }
 }
 
+// The same inputs into two rigs of the same geometry, then K steps in one submission each.
+void runBoth(Rig& a, Rig& b, const std::vector<float>& logits, const std::vector<uint32_t>& counts,
+             const std::vector<uint32_t>& mask, const std::vector<SamplingParams>& p,
+             const std::vector<RowState>& rows, uint32_t K) {
+  for (Rig* r : {&a, &b}) {
+    r->step_logits = logits;
+    r->counts_host = counts;
+    sharedContext().write(r->mask, 0, mask.data(), mask.size() * 4);
+    upload(*r, p, rows);
+    runSteps(*r, K);
+  }
+}
+
+// Row state (survivor counts included), counts and processed logits equal, word for word.
+void expectSameState(const Rig& a, const Rig& b) {
+  Context& ctx = sharedContext();
+  const size_t rows = size_t(a.B) * kSampleRowWords, cells = size_t(a.B) * a.V;
+  EXPECT_EQ(readWords(ctx, a.rows, rows), readWords(ctx, b.rows, rows));
+  EXPECT_EQ(readWords(ctx, a.counts, cells), readWords(ctx, b.counts, cells));
+  EXPECT_EQ(readWords(ctx, a.logits, cells), readWords(ctx, b.logits, cells));
+}
+
 // sample_cpu.wgsl (CPU adapters) against sample.wgsl on the same inputs: K steps in one submission of rows with
 // greedy + top-n logprobs, temperature with every penalty, top-k + top-p + logprobs, a sharpened top-p on nearly
 // uniform logits (many close masses), logit_bias with stop ids, a grammar mask, an inactive row and max_tokens.
@@ -755,13 +777,7 @@ void expectSamePicks(uint32_t V, uint32_t K, uint32_t seed) {
   rows[3][kRowActive] = 0;  // inactive from the start: marks every step, keeps its state
   rows[3][kRowFinish] = 1;
   rows[1][kRowGenerated] = 17;  // a later hash counter
-  for (Rig* r : {&std_rig, &cpu_rig}) {
-    r->step_logits = logits;
-    r->counts_host = counts;
-    sharedContext().write(r->mask, 0, mask.data(), mask.size() * 4);
-    upload(*r, p, rows);
-    runSteps(*r, K);
-  }
+  runBoth(std_rig, cpu_rig, logits, counts, mask, p, rows, K);
   Context& ctx = sharedContext();
   const size_t out_words = size_t(B) * kKmax * kSampleOutWords;
   auto out_std = readWords(ctx, std_rig.out, out_words), out_cpu = readWords(ctx, cpu_rig.out, out_words);
@@ -782,10 +798,7 @@ void expectSamePicks(uint32_t V, uint32_t K, uint32_t seed) {
       sampled += a.active ? 1 : 0;
     }
   EXPECT_GT(sampled, B * K / 2);  // most rows sampled at most steps (row 3 never, row 7 twice, row 6 once)
-  EXPECT_EQ(readWords(ctx, cpu_rig.rows, size_t(B) * kSampleRowWords),
-            readWords(ctx, std_rig.rows, size_t(B) * kSampleRowWords));  // state and survivor counts
-  EXPECT_EQ(readWords(ctx, cpu_rig.counts, counts.size()), readWords(ctx, std_rig.counts, counts.size()));
-  EXPECT_EQ(readWords(ctx, cpu_rig.logits, size_t(B) * V), readWords(ctx, std_rig.logits, size_t(B) * V));
+  expectSameState(cpu_rig, std_rig);
 }
 
 // sample.wgsl split over workgroups (PHASE 1..5) against the same kernel in one dispatch per step, K steps of 8
@@ -830,13 +843,7 @@ void expectSplitMatchesWhole(uint32_t V, uint32_t K, uint32_t seed) {
   p[7].stop_token_ids = {11, 3};
   std::vector<RowState> rows;
   for (uint32_t b = 0; b < B; ++b) rows.push_back(freshRow(b, 3 * b));
-  for (Rig* r : {&whole, &split}) {
-    r->step_logits = logits;
-    r->counts_host = counts;
-    sharedContext().write(r->mask, 0, mask.data(), mask.size() * 4);
-    upload(*r, p, rows);
-    runSteps(*r, K);
-  }
+  runBoth(whole, split, logits, counts, mask, p, rows, K);
   Context& ctx = sharedContext();
   const size_t out_words = size_t(B) * kKmax * kSampleOutWords;
   auto out_w = readWords(ctx, whole.out, out_words), out_s = readWords(ctx, split.out, out_words);
@@ -849,10 +856,7 @@ void expectSplitMatchesWhole(uint32_t V, uint32_t K, uint32_t seed) {
       EXPECT_EQ(c.finish, a.finish);
       EXPECT_NEAR(c.logprob, a.logprob, 1e-5);
     }
-  EXPECT_EQ(readWords(ctx, split.rows, size_t(B) * kSampleRowWords),
-            readWords(ctx, whole.rows, size_t(B) * kSampleRowWords));  // state and survivor counts
-  EXPECT_EQ(readWords(ctx, split.counts, counts.size()), readWords(ctx, whole.counts, counts.size()));
-  EXPECT_EQ(readWords(ctx, split.logits, size_t(B) * V), readWords(ctx, whole.logits, size_t(B) * V));
+  expectSameState(split, whole);
   // The last step's candidate counts: rows 2, 3, 6 and 7 drew from a list; at the Qwen vocabulary rows 4 and 5 had
   // more candidates than the list holds and took the whole-vocabulary finish.
   const auto cand = readWords(ctx, split.op->candidates(), B);
