@@ -40,8 +40,16 @@ for shape in ${SHAPES:-llama-3.2-1b qwen3-0.6b qwen2.5-1.5b qwen3.5-2b}; do
   done
   # CONCURRENT=1: the engine under concurrent callers (aggregate tok/s per stream count, interactive TTFT under load).
   # CONCURRENT_FLAGS adds flags, e.g. "--fp32-tflops 65.4 --int8-tops 120" for the arithmetic ceiling.
-  [ -z "${CONCURRENT:-}" ] || $B/ewgpu bench concurrent /tmp/m-$shape --streams ${CONCURRENT_STREAMS:-1,2,4,8} \
-    --tokens ${CONCURRENT_TOKENS:-128} ${CONCURRENT_FLAGS:-} 2>&1 | tee "$OUT/concurrent-$shape.txt"
+  # CONCURRENT_VARIANTS="A=1 A=0,B=4" repeats it once per set of comma-separated environment assignments (A/B runs of
+  # the batched kernels' knobs, e.g. EWGPU_GEMMQ=0 / 1, EWGPU_GEMMQ_KS) into the same file.
+  if [ -n "${CONCURRENT:-}" ]; then
+    for v in ${CONCURRENT_VARIANTS:-default}; do
+      echo "== $shape ${v}" | tee -a "$OUT/concurrent-$shape.txt"
+      env $( [ "$v" = default ] || echo "$v" | tr ',' ' ') $B/ewgpu bench concurrent /tmp/m-$shape \
+        --streams ${CONCURRENT_STREAMS:-1,2,4,8} --tokens ${CONCURRENT_TOKENS:-128} ${CONCURRENT_FLAGS:-} 2>&1 |
+        tee -a "$OUT/concurrent-$shape.txt"
+    done
+  fi
   [ -n "${SKIP_PREFILL:-}" ] || $B/ewgpu bench prefill /tmp/m-$shape --lengths 128,512 2>&1 | tee "$OUT/prefill-$shape.txt"
   # The CLI end to end on the real shape (random weights, so the text is noise; the timings line is the point).
   [ -n "${SKIP_RUN:-}" ] || $B/ewgpu run /tmp/m-$shape "Write a haiku about GPUs." --chat --max-tokens 64 2>&1 |

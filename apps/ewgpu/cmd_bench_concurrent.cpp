@@ -135,8 +135,9 @@ double bitsPerWeight(const std::string& quant) {
   return 32;
 }
 
+// The projections (gemv, gemv_batch, gemv_quant, gemm_q8) are one family, "gemv".
 std::string kernelFamily(const std::string& kernel) {
-  if (kernel.rfind("gemv", 0) == 0) return "gemv";
+  if (kernel.rfind("gemv", 0) == 0 || kernel.rfind("gemm", 0) == 0) return "gemv";
   if (kernel.rfind("attention", 0) == 0) return "attention";
   if (kernel.rfind("gdn", 0) == 0) return "gdn";
   return kernel;  // embed, sample
@@ -165,7 +166,7 @@ Result<std::pair<double, std::map<std::string, double>>> profileStep(LocalEngine
   gpu::Recorder rec(*e.ctx, 0);
   rec.setTimer(timer->get());
   rec.setSplitPasses(true, repeat);
-  f.recordDecodeStep(rec, rows);
+  f.recordDecodeStep(rec, rows, /*sampled=*/false);  // greedy rows, as the engine records them
   (*timer)->resolve(rec);
   EWGPU_TRY(rec.submit());
   EWGPU_TRY(e.ctx->finish());

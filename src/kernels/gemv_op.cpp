@@ -163,6 +163,19 @@ Result<GemvOp> GemvOp::createBatched(gpu::Context& ctx, const LinearWeights& w, 
   const Activations act = resolveActivations(cfg.act, d);
   const bool q8 = q4 && act != Activations::kF32 && d.packed_dot4;
   const uint32_t digits = act == Activations::kInt16 ? 2 : 1;
+  if (q8) {  // the small-M GEMM instead, in engines of many rows (gemv_op.h)
+    bool gemm = cfg.batch >= kGemmMinBatch;
+    if (const char* e = std::getenv("EWGPU_GEMMQ")) gemm = std::string(e) == "1";
+    if (cfg.batch_kernel != GemvConfig::BatchKernel::kAuto) gemm = cfg.batch_kernel == GemvConfig::BatchKernel::kGemm;
+    if (gemm) {
+      GemvOp op;
+      op.batch_ = cfg.batch;
+      op.batch_tile_ = 4;  // batched(); record() picks the tile
+      EWGPU_TRY(op.createQuant(ctx, w, x, cfg, digits));
+      EWGPU_TRY(op.addGemm(ctx, w, x, y, cfg, digits));
+      return op;
+    }
+  }
   uint32_t bt = cfg.batch_tile ? cfg.batch_tile : knob("EWGPU_GEMVB_BT");
   if (!bt) bt = cpu ? 16u : 4u;
   if (q8) bt = std::min(bt, 8u);  // the Q8 path's accumulators: 4 weight rows (x 2 for SwiGLU) for each tile row
@@ -208,21 +221,8 @@ Result<GemvOp> GemvOp::createBatched(gpu::Context& ctx, const LinearWeights& w, 
   op.batch_ = cfg.batch;
   op.batch_tile_ = bt;
   // int8 x̂: gemv_quant.wgsl normalises and quantizes each active row once per step into xq_ (layout there).
-  const uint32_t groups = w.K / 32;
-  const uint32_t row_u32 = (digits * groups * 9 + groups + 3) / 4 * 4;
-  if (q8) {
-    auto buf = ctx.createBuffer((uint64_t)cfg.batch * row_u32 * 4, gpu::BufferKind::kStorage, "gemv x̂ int8");
-    if (!buf) return std::move(buf).error();
-    op.xq_ = std::move(*buf);
-    gpu::Constants qk{{"K", w.K}, {"X_STRIDE", x_stride}, {"NORM", cfg.norm ? 1 : 0}, {"EPS", cfg.eps},
-                      {"DIGITS", digits}, {"ROW_U32", row_u32}};
-    auto kern = ctx.kernel("gemv_quant", qk);
-    if (!kern) return std::move(kern).error();
-    auto bg = ctx.bindGroup(**kern, {{&x}, {cfg.norm ? cfg.norm : &x}, {&op.xq_}, {cfg.active}});
-    if (!bg) return std::move(bg).error();
-    op.quant_.kernel = *kern;
-    op.quant_.bg = std::move(*bg);
-  }
+  const uint32_t row_u32 = quantRowU32(w.K, digits);
+  if (q8) EWGPU_TRY(op.createQuant(ctx, w, x, cfg, digits));
   uint32_t row0 = 0;
   for (size_t c = 0; c < w.w_chunks.size(); ++c) {
     const uint32_t n = w.chunk_rows[c];
@@ -249,6 +249,88 @@ Result<GemvOp> GemvOp::createBatched(gpu::Context& ctx, const LinearWeights& w, 
     row0 += n;
   }
   return op;
+}
+
+uint32_t GemvOp::quantRowU32(uint32_t k, uint32_t digits) {
+  const uint32_t groups = k / 32;
+  return (digits * groups * 9 + groups + 3) / 4 * 4;
+}
+
+Status GemvOp::createQuant(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x, const GemvConfig& cfg,
+                           uint32_t digits) {
+  const uint32_t row_u32 = quantRowU32(w.K, digits);
+  auto buf = ctx.createBuffer((uint64_t)cfg.batch * row_u32 * 4, gpu::BufferKind::kStorage, "gemv x̂ int8");
+  if (!buf) return std::move(buf).error();
+  xq_ = std::move(*buf);
+  gpu::Constants qk{{"K", w.K}, {"X_STRIDE", cfg.x_stride ? cfg.x_stride : w.K}, {"NORM", cfg.norm ? 1 : 0},
+                    {"EPS", cfg.eps}, {"DIGITS", digits}, {"ROW_U32", row_u32}};
+  auto kern = ctx.kernel("gemv_quant", qk);
+  if (!kern) return std::move(kern).error();
+  auto bg = ctx.bindGroup(**kern, {{&x}, {cfg.norm ? cfg.norm : &x}, {&xq_}, {cfg.active}});
+  if (!bg) return std::move(bg).error();
+  quant_.kernel = *kern;
+  quant_.bg = std::move(*bg);
+  return {};
+}
+
+// gemm_q8.wgsl (header there): a tile of 4·MB activation rows × 4·NB weight rows, K in KS slices. MB is chosen per
+// step (record()), NB so that the largest tile has at most 256 threads.
+// KS: more slices keep more of the GPU busy (each thread's chain of groups is latency-bound): H200, Llama-3.2-1B
+// shape, 32 rows, projections' GPU ms per step: 32 slices 3.78, 16 3.77 (one 4-row block) / 3.93 (two), 8 4.97, 4
+// 9.11, against 4.73 for gemv_batch (docs/measurements/h200-run22).
+Status GemvOp::addGemm(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x, const gpu::Buffer& y,
+                       const GemvConfig& cfg, uint32_t digits) {
+  const DeviceInfo& d = ctx.info();
+  // EWGPU_GEMMQ_KS / _NB override the defaults (tuning sweeps on a new GPU).
+  uint32_t ks = cfg.gemm_ks ? cfg.gemm_ks : knob("EWGPU_GEMMQ_KS");
+  if (!ks) ks = 32;
+  ks = std::clamp<uint32_t>(ks, 1, 64);
+  uint32_t nb = knob("EWGPU_GEMMQ_NB");
+  if (!nb) nb = std::max<uint32_t>(1, 256 / (ks * 8));
+  if (ks * nb > 256)
+    return makeError(ErrorCode::kInternal, "gemm_q8: K slices × weight blocks exceed a workgroup", {{"ks", ks}});
+  max_tile_ = 0;  // the largest tile (MB = 2^max_tile_) whose workgroup has at most 256 threads
+  while (max_tile_ < 3 && ks * nb * (2u << max_tile_) <= std::min<uint32_t>(256, d.max_compute_invocations_per_workgroup))
+    ++max_tile_;
+  // EWGPU_GEMMQ_MAXMB=1 / 2 / 4 / 8 caps the tile's activation rows at 4 / 8 / 16 / 32 (sweeps).
+  if (uint32_t m = knob("EWGPU_GEMMQ_MAXMB")) max_tile_ = std::min<uint32_t>(max_tile_, m >= 8 ? 3 : m >= 4 ? 2 : m >= 2 ? 1 : 0);
+  if (ks * nb * (1u << max_tile_) * 16 * 4 > d.max_compute_workgroup_storage_size)
+    return makeError(ErrorCode::kInternal, "gemm_q8: partial sums do not fit workgroup memory", {{"ks", ks}});
+  if (gatedEpilogue(cfg.epi) && w.w_chunks.size() != 1)
+    return makeError(ErrorCode::kInternal, "SwiGLU gemm needs an unsplit weight", {{"chunks", w.w_chunks.size()}});
+  const uint32_t out_w = out_w_of(w, cfg);
+  const uint32_t y_stride = cfg.y_stride ? cfg.y_stride : out_w;
+  const uint32_t row_u32 = quantRowU32(w.K, digits);
+  uint32_t row0 = 0;
+  for (size_t c = 0; c < w.w_chunks.size(); ++c) {
+    const uint32_t n = w.chunk_rows[c];
+    const uint32_t rows_per_block = gatedEpilogue(cfg.epi) ? 2 : 4;
+    const uint32_t rows = gatedEpilogue(cfg.epi) ? n / 2 : n;
+    const uint32_t gy = (rows + rows_per_block * nb - 1) / (rows_per_block * nb);
+    if (gy > d.max_compute_workgroups_per_dimension && d.max_compute_workgroups_per_dimension)
+      return makeError(ErrorCode::kInternal, "gemm_q8: too many row blocks", {{"blocks", gy}});
+    std::array<Part, 4> parts;
+    for (uint32_t i = 0; i <= max_tile_; ++i) {
+      const uint32_t mb = 1u << i;
+      gpu::Constants k{{"QFMT", (int)w.format}, {"N", n}, {"K", w.K}, {"EPI", (int)cfg.epi},
+                       {"HAS_BIAS", w.bias ? 1 : 0}, {"ROW_OFFSET", row0}, {"Y_STRIDE", y_stride},
+                       {"DIGITS", digits}, {"XQ_ROW", row_u32}, {"MB", mb}, {"NB", nb}, {"KS", ks},
+                       {"WG", ks * nb * mb}};
+      auto kern = ctx.kernel("gemm_q8", k);
+      if (!kern) return std::move(kern).error();
+      const gpu::Buffer* s = w.s_chunks.empty() ? w.w_chunks[c] : w.s_chunks[c];
+      const gpu::Buffer* bb = w.bias ? w.bias : &x;
+      auto bg = ctx.bindGroup(**kern, {{w.w_chunks[c]}, {s}, {&xq_}, {&y}, {&xq_}, {bb}, {cfg.active}});
+      if (!bg) return std::move(bg).error();
+      parts[i].kernel = *kern;
+      parts[i].bg = std::move(*bg);
+      parts[i].gx = 4 * mb;  // activation rows per tile
+      parts[i].gy = gy;
+    }
+    gemm_parts_.push_back(std::move(parts));
+    row0 += n;
+  }
+  return {};
 }
 
 Result<GemvOp> GemvOp::createCpu(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x,
@@ -279,8 +361,17 @@ void GemvOp::record(gpu::Recorder& rec, uint32_t rows) const {
     return;
   }
   const uint32_t n = rows ? std::min(rows, batch_) : batch_;
-  const uint32_t tiles = (n + batch_tile_ - 1) / batch_tile_;
   if (quant_.kernel) rec.dispatch(*quant_.kernel, quant_.bg, n, 1);  // one workgroup per active row
+  if (!gemm_parts_.empty()) {
+    uint32_t i = 0;  // the smallest tile holding the active rows (4, 8, 16, 32), as many of the largest as needed
+    while (i < max_tile_ && gemm_parts_[0][i].gx < n) ++i;
+    for (const auto& ps : gemm_parts_) {
+      const Part& p = ps[i];
+      rec.dispatch(*p.kernel, p.bg, (n + p.gx - 1) / p.gx, p.gy);
+    }
+    return;
+  }
+  const uint32_t tiles = (n + batch_tile_ - 1) / batch_tile_;
   for (const auto& p : parts_) rec.dispatch(*p.kernel, p.bg, tiles, p.gy);
 }
 

@@ -8,6 +8,7 @@
 #include "kernels/linear.h"
 #include "kernels/linear_cpu.h"
 
+#include <array>
 #include <optional>
 #include <string_view>
 
@@ -45,7 +46,16 @@ struct GemvConfig {
   // queue before the submission; record() gets the same count for the grid).
   const gpu::Buffer* active = nullptr;
   uint32_t batch_tile = 0;          // activation rows per workgroup of gemv_batch (0: 16 on CPU adapters, else 4)
+  // batch > 1 with int8 x̂: gemv_batch.wgsl's Q8 path or gemm_q8.wgsl (a small-M GEMM), for every step of the op:
+  // the two round differently, and a row's sums may not depend on how many rows run beside it. kAuto: the GEMM in
+  // engines of at least kGemmMinBatch rows (EWGPU_GEMMQ=0 / 1 overrides).
+  enum class BatchKernel { kAuto, kGemv, kGemm };
+  BatchKernel batch_kernel = BatchKernel::kAuto;
+  uint32_t gemm_ks = 0;             // gemm_q8: K slices (0: the op's default)
 };
+
+// Engines of at least this many decode rows run their batched q4 projections through gemm_q8.wgsl.
+inline constexpr uint32_t kGemmMinBatch = 32;
 
 class GemvOp {
  public:
@@ -53,8 +63,11 @@ class GemvOp {
                                const GemvConfig& cfg);
   // `rows`: the active rows of this step (batched ops; 0 = every row). Single-row and q3 ops ignore it.
   void record(gpu::Recorder& rec, uint32_t rows = 0) const;
-  uint32_t dispatches() const { return (uint32_t)parts_.size() + (quant_.kernel ? 1 : 0); }
+  uint32_t dispatches() const {
+    return (uint32_t)(parts_.size() + gemm_parts_.size()) + (quant_.kernel ? 1 : 0);
+  }
   bool batched() const { return batch_tile_ > 0; }
+  bool gemm() const { return !gemm_parts_.empty(); }  // gemm_q8.wgsl instead of gemv_batch.wgsl
 
  private:
   struct Part {
@@ -67,12 +80,23 @@ class GemvOp {
   // CPU adapters, one row: linear_cpu.wgsl (kernels/linear_cpu.h), one pipeline for every layer.
   static Result<GemvOp> createCpu(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x,
                                   const gpu::Buffer& y, const GemvConfig& cfg);
+  // The int8 x̂ scratch (xq_) and gemv_quant.wgsl's dispatch that fills it (quant_); its u32s per row.
+  Status createQuant(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x, const GemvConfig& cfg,
+                     uint32_t digits);
+  static uint32_t quantRowU32(uint32_t k, uint32_t digits);
+  // The gemm_q8 pipelines of a batched op (after createQuant).
+  Status addGemm(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x, const gpu::Buffer& y,
+                 const GemvConfig& cfg, uint32_t digits);
   std::vector<Part> parts_;
   std::vector<gpu::Buffer> params_;  // createCpu: the layer's uniforms
   uint32_t batch_ = 1, batch_tile_ = 0;  // batched: gx = ceil(rows / batch_tile_)
   // Batched with int8 x̂: the quantize dispatch before the parts, and the quantized rows it writes.
   Part quant_;
   gpu::Buffer xq_;
+  // gemm_q8: per weight chunk, the pipelines of tiles of 4, 8, 16 and 32 activation rows (MB 1, 2, 4, 8); a step
+  // takes the smallest that holds its active rows.
+  std::vector<std::array<Part, 4>> gemm_parts_;
+  uint32_t max_tile_ = 3;  // the largest of those a step takes
 };
 
 }  // namespace ewgpu::kernels

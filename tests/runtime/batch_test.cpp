@@ -82,10 +82,11 @@ constexpr uint32_t kPrompts = 12;  // distinct prompts; sequence i runs prompt i
 constexpr uint32_t kSoloTokens = 7;
 
 std::unique_ptr<Forward> forward(Model& m, uint32_t rows, uint32_t cache_pages = ForwardOptions::kAuto,
-                                 ForwardOptions::Kv kv = ForwardOptions::Kv::kAuto) {
+                                 ForwardOptions::Kv kv = ForwardOptions::Kv::kAuto,
+                                 kernels::Activations act = kernels::Activations::kF32) {
   auto f = Forward::create(gpuContext(), *m.gpu,
                            {.max_batch = rows, .slots = rows, .context = kCtx, .prefill_chunk = kChunk,
-                            .max_steps = kMaxSteps, .activations = kernels::Activations::kF32,
+                            .max_steps = kMaxSteps, .activations = act,
                             .cache_pages = cache_pages, .kv = kv});
   EXPECT_TRUE(f.ok()) << f.error().toString();
   return f.ok() ? std::move(*f) : nullptr;
@@ -272,6 +273,25 @@ TEST(BatchF16Kv, BatchesAndReusesPrefixes) {
   gen.setPrefixReuse(false);
   auto without = runAll(gen, {greedy(t2, 6)});
   EXPECT_EQ(with[0].tokens, without[0].tokens) << "second turn";
+}
+
+// int8 x̂ (two digits, the GPUs' default): engines of kernels::kGemmMinBatch rows or more run their q4 projections
+// through the small-M GEMM (gemm_q8.wgsl), whose tile follows the active rows step by step. A 32-row engine gives
+// every sequence the tokens it gets alone in the same engine while sequences join and leave, for llama and the
+// hybrid (its GDN projections go through it too; on CPU adapters, where SwiftShader emulates the packed dot product
+// and each architecture costs about 40 s, with EWGPU_BATCH_TEST_FULL=1).
+TEST(BatchInt8Gemm, EverySequenceMatchesItselfAlone) {
+  if (!gpuContext().info().packed_dot4) GTEST_SKIP() << "no WGSL packed dot product";
+  static_assert(kernels::kGemmMinBatch <= 32);
+  const bool full = std::getenv("EWGPU_BATCH_TEST_FULL") || !gpuContext().info().cpuAdapter();
+  for (const char* arch : {"llama", "qwen3_5"}) {
+    if (!full && std::string(arch) != "llama") continue;
+    SCOPED_TRACE(arch);
+    Model& m = model(arch);
+    auto f32 = forward(m, 32, ForwardOptions::kAuto, ForwardOptions::Kv::kAuto, kernels::Activations::kInt16);
+    ASSERT_TRUE(f32);
+    checkBatch(m, *f32, 32, soloRuns(m, *f32));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(TinyFixtures, BatchTest,
