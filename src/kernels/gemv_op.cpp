@@ -275,18 +275,18 @@ Status GemvOp::createQuant(gpu::Context& ctx, const LinearWeights& w, const gpu:
 
 // gemm_q8.wgsl (header there): a tile of 4·MB activation rows × 4·NB weight rows, K in KS slices. MB is chosen per
 // step (record()), NB so that the largest tile has at most 256 threads.
-// KS: more slices keep more of the GPU busy (each thread's chain of groups is latency-bound): H200, Llama-3.2-1B
-// shape, 32 rows, projections' GPU ms per step: 32 slices 3.78, 16 3.77 (one 4-row block) / 3.93 (two), 8 4.97, 4
-// 9.11, against 4.73 for gemv_batch (docs/measurements/h200-run22).
+// KS 16, NB 1: H200, Llama-3.2-1B shape, 32 rows, projections' GPU ms per step with 8 (4 blocks) / 16 / 32 / 64
+// slices: 4.97 / 3.77 / 5.54 / 7.75 (fewer slices leave too few threads, more spend it on the reduction); 16 slices
+// with two weight blocks 3.93; gemv_batch 4.73 (docs/measurements/h200-run22).
 Status GemvOp::addGemm(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x, const gpu::Buffer& y,
                        const GemvConfig& cfg, uint32_t digits) {
   const DeviceInfo& d = ctx.info();
   // EWGPU_GEMMQ_KS / _NB override the defaults (tuning sweeps on a new GPU).
   uint32_t ks = cfg.gemm_ks ? cfg.gemm_ks : knob("EWGPU_GEMMQ_KS");
-  if (!ks) ks = 32;
+  if (!ks) ks = 16;
   ks = std::clamp<uint32_t>(ks, 1, 64);
   uint32_t nb = knob("EWGPU_GEMMQ_NB");
-  if (!nb) nb = std::max<uint32_t>(1, 256 / (ks * 8));
+  if (!nb) nb = 1;
   if (ks * nb > 256)
     return makeError(ErrorCode::kInternal, "gemm_q8: K slices × weight blocks exceed a workgroup", {{"ks", ks}});
   max_tile_ = 0;  // the largest tile (MB = 2^max_tile_) whose workgroup has at most 256 threads
