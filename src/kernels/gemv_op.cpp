@@ -274,7 +274,7 @@ Status GemvOp::createQuant(gpu::Context& ctx, const LinearWeights& w, const gpu:
 }
 
 // gemm_q8.wgsl (header there): a tile of 4·MB activation rows × 4·NB weight rows, K in KS slices. MB is chosen per
-// step (record()), NB so that the largest tile has at most 256 threads.
+// step (record()), at most the largest whose workgroup (KS · NB · MB threads) has 256.
 // KS 16, NB 1: H200, Llama-3.2-1B shape, 32 rows, projections' GPU ms per step with 8 (4 blocks) / 16 / 32 / 64
 // slices: 4.97 / 3.77 / 5.54 / 7.75 (fewer slices leave too few threads, more spend it on the reduction); 16 slices
 // with two weight blocks 3.93; gemv_batch 4.73 (docs/measurements/h200-run22).
