@@ -26,9 +26,9 @@ override Y_STRIDE: u32 = 1u;
 override DIGITS: u32 = 2u;      // 1 or 2
 override XQ_ROW: u32 = 4u;      // u32s per row of x̂ (gemv_quant.wgsl's ROW_U32, a multiple of 4)
 override MB: u32 = 8u;          // blocks of 4 activation rows per workgroup
-override NB: u32 = 4u;          // blocks of 4 weight rows per workgroup
-override KS: u32 = 32u;         // K slices per workgroup
-override WG: u32 = 256u;        // KS · NB · MB
+override NB: u32 = 1u;          // blocks of 4 weight rows per workgroup
+override KS: u32 = 16u;         // K slices per workgroup
+override WG: u32 = 128u;        // KS · NB · MB
 
 @group(0) @binding(0) var<storage, read> w: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> s: array<u32>;
