@@ -320,7 +320,6 @@ void runBatchCase(const BatchCase& c, uint32_t seed) {
     op->record(rec, active);
     ASSERT_TRUE(rec.submit().ok());
     auto got = download<float>(by, y0.size());
-
     std::vector<float> got_active(got.begin(), got.begin() + (size_t)active * y_stride);
     std::vector<double> want_active(want.begin(), want.begin() + (size_t)active * y_stride);
     for (uint32_t b = 0; b < active; ++b)  // padding columns are never written: they keep y0
@@ -414,7 +413,7 @@ TEST(GemvBatch, Int8Activations) {
 // The small-M GEMM (gemm_q8.wgsl: the batched int8-x̂ projections of engines of kGemmMinBatch rows or more): one
 // and two digits, both q4 formats, every epilogue, norm and bias; 32 rows with active counts that take each tile
 // (4, 8, 16, 32 rows: the tile is chosen per step) and leave partial ones; row counts that leave partial weight
-// blocks, a K whose slices get unequal group counts (34 groups in 32 slices), other slice counts. Each output
+// blocks, a K whose slices get unequal group counts (34 groups in 16 slices), other slice counts. Each output
 // within the quantization bound, and bit-identical across active counts, so across tiles.
 TEST(GemvBatch, SmallMGemm) {
   if (!ctx().info().packed_dot4) GTEST_SKIP() << "no WGSL packed dot product";

@@ -290,6 +290,7 @@ TEST(BatchInt8Gemm, EverySequenceMatchesItselfAlone) {
     Model& m = model(arch);
     auto f32 = forward(m, 32, ForwardOptions::kAuto, ForwardOptions::Kv::kAuto, kernels::Activations::kInt16);
     ASSERT_TRUE(f32);
+    ASSERT_TRUE(gpuContext().storageBindingsPerKernel().count("gemm_q8")) << "the 32-row engine bound no gemm_q8";
     checkBatch(m, *f32, 32, soloRuns(m, *f32));
   }
 }
