@@ -15,6 +15,7 @@
 // (gemv_test's GemvBatch cases check it). They differ from gemv_batch.wgsl's in the last bits, so an op takes one
 // kernel or the other for good (kernels/gemv_op.h says which).
 //#include activation
+//#include q4_group
 
 override QFMT: u32 = 0u;
 override N: u32 = 1u;           // weight rows in this buffer (chunk)
@@ -42,18 +43,6 @@ override WG: u32 = 128u;        // KS · NB · MB
 var<workgroup> red: array<f32, WG * 16u>;
 
 fn groupsPerRow() -> u32 { return K / 32u; }
-
-fn scaleOf(row: u32, g: u32) -> f32 {
-  let j = row * groupsPerRow() + g;
-  if (QFMT == 1u) { return bitcast<f32>(s[j]); }
-  let pair = unpack2x16float(s[j >> 1u]);
-  return select(pair.x, pair.y, (j & 1u) == 1u);
-}
-
-fn dot32(lo: vec4<u32>, hi: vec4<u32>, q0: vec4<u32>, q1: vec4<u32>) -> i32 {
-  return dot4I8Packed(lo.x, q0.x) + dot4I8Packed(hi.x, q0.y) + dot4I8Packed(lo.y, q0.z) + dot4I8Packed(hi.y, q0.w) +
-         dot4I8Packed(lo.z, q1.x) + dot4I8Packed(hi.z, q1.y) + dot4I8Packed(lo.w, q1.z) + dot4I8Packed(hi.w, q1.w);
-}
 
 // One group's 4 weight rows: codes split into low and high nibbles, and the scales.
 struct Group4 {

@@ -12,6 +12,7 @@
 // Grid: ceil(rows / (WG / TPR / KSPLIT · RPT)) workgroups, folded into x/y dimensions when above 65535.
 //#enable subgroups
 //#include activation
+//#include q4_group
 
 override QFMT: u32 = 0u;        // 0 q4f16_1, 1 q4f32_1, 2 q0f16, 3 q0f32, 4 q3f16_1
 override N: u32 = 1u;           // weight rows in this buffer (chunk)
@@ -67,13 +68,6 @@ var<workgroup> xz: array<i32, Q8_GROUPS * Q8_DIGITS>;
 
 fn groupSize() -> u32 { return select(32u, 40u, QFMT == 4u); }
 fn groupsPerRow() -> u32 { return (K + groupSize() - 1u) / groupSize(); }
-
-fn scaleOf(row: u32, g: u32) -> f32 {
-  let j = row * groupsPerRow() + g;
-  if (QFMT == 1u) { return bitcast<f32>(s[j]); }
-  let pair = unpack2x16float(s[j >> 1u]);
-  return select(pair.x, pair.y, (j & 1u) == 1u);
-}
 
 // x̂[b, 4v .. 4v+3]
 fn xv(b: u32, v: u32) -> vec4<f32> {
@@ -176,12 +170,6 @@ fn quantizeGroup(g: u32) -> f32 {
     xz[g + e * Q8_GROUPS] = 7 * sum;
   }
   return ss;
-}
-
-// Σ code · q over one group: the 8 words' low and high nibbles against q0, q1 (one digit's xq[2g], xq[2g+1]).
-fn dot32(lo: vec4<u32>, hi: vec4<u32>, q0: vec4<u32>, q1: vec4<u32>) -> i32 {
-  return dot4I8Packed(lo.x, q0.x) + dot4I8Packed(hi.x, q0.y) + dot4I8Packed(lo.y, q0.z) + dot4I8Packed(hi.y, q0.w) +
-         dot4I8Packed(lo.z, q1.x) + dot4I8Packed(hi.z, q1.y) + dot4I8Packed(lo.w, q1.z) + dot4I8Packed(hi.w, q1.w);
 }
 
 // Σ (code - 7) · x̂ over group g of row `row` in units of the digit-0 step (exact in i32: |·| < 2^24), times the

@@ -20,6 +20,7 @@
 // thread groups share 4 rows, each over every KSPLIT-th group of K, so small matrices still fill the GPU.
 //#enable subgroups
 //#include activation
+//#include q4_group
 
 override QFMT: u32 = 0u;
 override N: u32 = 1u;           // weight rows in this buffer (chunk)
@@ -61,13 +62,6 @@ var<workgroup> red: array<f32, WG>;
 var<workgroup> rinv: array<f32, MAXBT>;
 
 fn groupsPerRow() -> u32 { return K / 32u; }
-
-fn scaleOf(row: u32, g: u32) -> f32 {
-  let j = row * groupsPerRow() + g;
-  if (QFMT == 1u) { return bitcast<f32>(s[j]); }
-  let pair = unpack2x16float(s[j >> 1u]);
-  return select(pair.x, pair.y, (j & 1u) == 1u);
-}
 
 // q4 codes to f32 as in gemv.wgsl: (c - 7) divided by prescale(0) / prescale(1); the staged x carries the factor.
 const MAGIC: u32 = 0x4B000000u;
@@ -126,11 +120,6 @@ fn reduceLanes(v: f32, lid: u32) -> f32 {
   r = red[lid - (lid % TPR)];
   workgroupBarrier();
   return r;
-}
-
-fn dot32(lo: vec4<u32>, hi: vec4<u32>, q0: vec4<u32>, q1: vec4<u32>) -> i32 {
-  return dot4I8Packed(lo.x, q0.x) + dot4I8Packed(hi.x, q0.y) + dot4I8Packed(lo.y, q0.z) + dot4I8Packed(hi.y, q0.w) +
-         dot4I8Packed(lo.z, q1.x) + dot4I8Packed(hi.z, q1.y) + dot4I8Packed(lo.w, q1.z) + dot4I8Packed(hi.w, q1.w);
 }
 
 // One weight row's group: its codes split into low and high nibbles, and its scale.
