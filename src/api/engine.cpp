@@ -154,8 +154,8 @@ void Engine::Impl::driverLoop() {
       handleFailures(failures, fx);
       wait_on = sched.oldestInFlight();
       idle_steps = wait_on ? 0 : idle_steps + 1;
+      post(std::move(fx));  // under mu: effects queue in the order the scheduler made them (see post)
     }
-    post(std::move(fx));
     // Only this thread touches backends, so waiting without mu is safe; public calls queue their changes.
     if (wait_on) (void)wait_on->wait();  // a failed wait shows as an error at the next step
   }
@@ -471,10 +471,10 @@ void Engine::Impl::unloadOnDriver(const std::string& id) {
     models.erase(it);
     if (current_model == id) current_model = models.empty() ? "" : models.begin()->first;
     sched.emit("model.unloaded", {{"model", id}}, fx);
+    post(std::move(fx));
   }
   b.reset();  // the executor before the Forward and the weights it uses
   r.reset();
-  post(std::move(fx));
 }
 
 // A newly loaded model replaces the others that were not loaded with keep_resident and have no work.
@@ -541,9 +541,9 @@ auto Engine::Impl::changeScheduler(F change) {
     std::lock_guard<std::mutex> lk(mu);
     r = change(fx);
     wake = true;
+    post(std::move(fx));
   }
   cv.notify_all();
-  post(std::move(fx));
   return r;
 }
 

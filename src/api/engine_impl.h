@@ -74,10 +74,14 @@ struct Engine::Impl {
   std::atomic<uint64_t> batches{0};
 
   explicit Impl(EngineOptions o);
-  void post(Effects fx);             // hands closures to the callback thread
+  // Hands closures to the callback thread. Effects the scheduler made are posted before mu is released, so the
+  // callback thread runs them in the scheduler's order: a job's token chunks always precede its finish chunks,
+  // even when another thread (a superseding submit, a cancel) finishes it while the driver is between steps.
+  // Lock order: mu, then cb_mu; nothing takes mu while holding cb_mu.
+  void post(Effects fx);
   void event(const std::string& type, nlohmann::json data);  // a facade event, through the callback thread
   template <class F>
-  auto changeScheduler(F change);    // change(fx) under mu, then wake the driver and post fx
+  auto changeScheduler(F change);    // change(fx) and post(fx) under mu, then wake the driver
   void driverLoop();
   void callbackLoop();
   void handleFailures(const std::vector<std::pair<std::string, EngineError>>& failures, Effects& fx);

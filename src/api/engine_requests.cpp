@@ -74,9 +74,9 @@ Result<CompletionHandle> Engine::Impl::submit(PreparedJob job, std::function<voi
                        {{"field", "model"}, {"model", job.spec.model}});
     out->id = sched.submit(std::move(job.spec), std::move(cb), fx);
     wake = true;
+    post(std::move(fx));  // under mu, as every scheduler effect (Impl::post)
   }
   cv.notify_all();
-  post(std::move(fx));
   return CompletionHandle(out);
 }
 

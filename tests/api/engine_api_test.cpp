@@ -275,6 +275,55 @@ TEST(EngineApi, SupersessionAndCancelThroughTheApi) {
   EXPECT_EQ(waitOrFail(*hc).outcome, Outcome::kCancelled);
 }
 
+// A superseding submit finishes the older job on the caller's thread while the driver may be between a step and
+// handing that step's token chunks over: the finish chunk must still come last (the server's SSE stream ends with
+// it). The window is narrow, so four threads repeat it on their own sessions; CI's nginx test first caught the
+// reorder through the proxy.
+TEST(EngineApi, ASupersededStreamEndsWithItsFinishChunk) {
+  auto e = loadedEngine(4);
+  const json msgs = {{{"role", "user"}, {"content", "hi"}}};
+  std::atomic<int> bad{0};
+  std::string first_bad;
+  std::mutex bad_mu;
+  auto run = [&](int t) {
+    const std::string session = "s" + std::to_string(t);
+    for (int i = 0; i < 500 && bad.load() == 0; ++i) {
+      std::mutex mu;
+      std::vector<json> chunks;
+      std::atomic<int> contents{0};
+      auto a = e->chat.completions.create(
+          {{"messages", msgs}, {"max_tokens", 100000}, {"stream", true}, {"session", session}}, [&](const json& c) {
+            std::lock_guard<std::mutex> lk(mu);
+            chunks.push_back(c);
+            if (c["choices"][0]["delta"].contains("content")) contents++;
+          });
+      ASSERT_TRUE(a.ok()) << a.error().toString();
+      while (contents.load() < 1 + i % 3) std::this_thread::yield();  // supersede while it streams
+      auto b = e->chat.completions.create({{"messages", msgs}, {"max_tokens", 1}, {"session", session}});
+      ASSERT_TRUE(b.ok()) << b.error().toString();
+      const json* ra = (*a)->response->waitFor(20000);
+      ASSERT_NE(ra, nullptr);
+      // b ends on a later driver step, whose callbacks are queued after everything a's job handed over.
+      ASSERT_NE((*b)->response->waitFor(20000), nullptr);
+      std::lock_guard<std::mutex> lk(mu);
+      std::string text;
+      for (const auto& c : chunks)
+        if (c["choices"][0]["delta"].contains("content")) text += c["choices"][0]["delta"]["content"].get<std::string>();
+      const bool ok = !chunks.empty() && chunks.back().value("ewgpu", json::object()).value("outcome", "") == "superseded" &&
+                      chunks.back()["choices"][0]["finish_reason"] == "abort" &&
+                      text == (*ra)["choices"][0]["message"]["content"];
+      if (!ok && bad++ == 0) {
+        std::lock_guard<std::mutex> bl(bad_mu);
+        first_bad = session + " iteration " + std::to_string(i) + ": last chunk " + (chunks.empty() ? "none" : chunks.back().dump());
+      }
+    }
+  };
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 4; ++t) ts.emplace_back(run, t);
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(bad.load(), 0) << first_bad;
+}
+
 TEST(EngineApi, ConfigureIsLiveAndValidated) {
   auto e = loadedEngine(4);
   ASSERT_TRUE(e->configure({.decode_steps = 4u, .rows = 2u, .task_share = 1.0}).ok());
