@@ -30,7 +30,8 @@ fi
 $B/ewgpu run tests/fixtures/qwen3_5_tiny/q4f16_1 "Hello" --chat --max-tokens 16 --temperature 0 2>&1 | tail -2 | tee "$OUT/run_tiny.txt"
 for shape in ${SHAPES:-llama-3.2-1b qwen3-0.6b qwen2.5-1.5b qwen3.5-2b}; do
   $B/ewgpu make-tiny /tmp/m-$shape --shape $shape --quant q4f16_1 --tokenizer $TOK > /dev/null || continue
-  $B/ewgpu bench decode /tmp/m-$shape --steps ${STEPS:-1,4,16,32} --tokens 256 ${DECODE_FLAGS:-} 2>&1 | tee "$OUT/decode-$shape.txt"
+  [ -n "${SKIP_DECODE:-}" ] ||
+    $B/ewgpu bench decode /tmp/m-$shape --steps ${STEPS:-1,4,16,32} --tokens 256 ${DECODE_FLAGS:-} 2>&1 | tee "$OUT/decode-$shape.txt"
   # VARIANTS="A=1,B=2 C=3" repeats the decode bench once per space-separated set of comma-separated environment
   # assignments (GEMV knobs EWGPU_GEMV_*, Dawn toggles EWGPU_DAWN_TOGGLES=a+b with + between toggles).
   for v in ${VARIANTS:-}; do
@@ -49,6 +50,24 @@ for shape in ${SHAPES:-llama-3.2-1b qwen3-0.6b qwen2.5-1.5b qwen3.5-2b}; do
         --streams ${CONCURRENT_STREAMS:-1,2,4,8} --tokens ${CONCURRENT_TOKENS:-128} ${CONCURRENT_FLAGS:-} 2>&1 |
         tee -a "$OUT/concurrent-$shape.txt"
     done
+  fi
+  # LOAD=1: the load's stages (issue 15, item 4: <= 1 s per GB) with the folder in the page cache: a first load with
+  # empty pipeline caches (ours and the NVIDIA driver's), then warm ones, the upload through a host slice
+  # (EWGPU_UPLOAD_COPY=1, the path before the read-ahead) and without the read-ahead thread, and the default again.
+  if [ -n "${LOAD:-}" ]; then
+    f="$OUT/load-$shape.txt"; cache=$(mktemp -d)
+    cat /tmp/m-$shape/* > /dev/null
+    for v in "cold|" "warm|" "copy|EWGPU_UPLOAD_COPY=1" "no-read-ahead|EWGPU_UPLOAD_READ_AHEAD=0" "warm-again|"; do
+      IFS='|' read -r name envs <<< "$v"
+      env XDG_CACHE_HOME=$cache __GL_SHADER_DISK_CACHE_PATH=$cache $envs $B/ewgpu run /tmp/m-$shape "Hi" --max-tokens 1 \
+        --json 2>/dev/null | python3 -c "
+import json, os, sys
+j = json.load(sys.stdin)['timings']
+gb = sum(os.path.getsize(os.path.join('/tmp/m-$shape', n)) for n in os.listdir('/tmp/m-$shape')) / 1e9
+st = ' '.join(f'{k} {v:.1f}' for k, v in sorted(j['load_ms_by_stage'].items()))
+print(f'$name: load {j[\"load_ms\"]:.1f} ms, {gb:.3f} GB, {j[\"load_ms\"] / 1000 / gb:.2f} s/GB | {st}')" | tee -a "$f"
+    done
+    rm -rf "$cache"
   fi
   [ -n "${SKIP_PREFILL:-}" ] || $B/ewgpu bench prefill /tmp/m-$shape --lengths 128,512 2>&1 | tee "$OUT/prefill-$shape.txt"
   # The CLI end to end on the real shape (random weights, so the text is noise; the timings line is the point).

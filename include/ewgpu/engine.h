@@ -108,7 +108,7 @@ struct ModelInfo {
   uint32_t context_window = 0, vocab = 0, rows = 0;
   uint64_t weight_bytes = 0;
   double load_ms = 0;
-  nlohmann::json load_ms_by_stage = nlohmann::json::object();  // resolve, parse, upload, pipelines
+  nlohmann::json load_ms_by_stage = nlohmann::json::object();  // docs/api.md: resolve ... warmup, read
 };
 
 using LoadHandle = std::shared_ptr<const Pending<Result<ModelInfo>>>;

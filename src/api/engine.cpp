@@ -374,11 +374,15 @@ void Engine::Impl::runLoad(const std::string& source, LoadOptions lo, std::share
       exec = std::move(*b);
       assets->context = exec->contextLength();
     } else {
+      const auto t_dev = std::chrono::steady_clock::now();
       st = ensureContext();
       if (!st) return L.fail(std::move(st).error());
+      L.stages["device"] = msSince(t_dev);  // the adapter and device, on the first load (or after a loss)
       L.progress("upload", 0.85);
       auto t_up = std::chrono::steady_clock::now();
       UploadOptions uo;
+      UploadStats us;
+      uo.stats = &us;
       uint64_t total = 0;
       for (const auto& t : shared_folder->tensors()) total += t.nbytes;
       uo.on_bytes = [&L, total](uint64_t b) {
@@ -387,6 +391,9 @@ void Engine::Impl::runLoad(const std::string& source, LoadOptions lo, std::share
       auto model = uploadModel(*ctx, *shared_folder, uo);
       if (!model) return L.fail(std::move(model).error());
       L.stages["upload"] = msSince(t_up);
+      L.stages["read"] = us.read_ms;  // overlaps "upload" (UploadStats)
+      L.stages["upload_write"] = us.write_ms;
+      L.stages["upload_wait"] = us.wait_ms;
       L.progress("pipelines", 0.9);
       auto t_pipe = std::chrono::steady_clock::now();
       ForwardOptions fo;
@@ -401,9 +408,12 @@ void Engine::Impl::runLoad(const std::string& source, LoadOptions lo, std::share
       auto fwd = Forward::create(*ctx, **model, fo);
       ctx->setKernelCompiledHook({});
       if (!fwd) return L.fail(std::move(fwd).error());
+      L.stages["pipelines"] = msSince(t_pipe);
+      // Warm-up: the Forward's first submission (cache and state initialisation) and the wait for it.
+      const auto t_warm = std::chrono::steady_clock::now();
       st = ctx->finish();
       if (!st) return L.fail(std::move(st).error());
-      L.stages["pipelines"] = msSince(t_pipe);
+      L.stages["warmup"] = msSince(t_warm);
       assets->context = (*fwd)->contextLength();
       exec = std::make_unique<Executor>(*ctx, **fwd, &assets->tokenizer, opts.decode_steps, opts.submission_ms);
       weight_bytes = (*model)->weight_bytes;

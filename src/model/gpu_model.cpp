@@ -1,6 +1,10 @@
 #include "model/gpu_model.h"
 
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
 
 namespace ewgpu {
 namespace {
@@ -12,10 +16,74 @@ struct Part {               // one module of a (possibly fused) matrix
   uint32_t rows;
 };
 
+using Clock = std::chrono::steady_clock;
+double msSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+bool envFlag(const char* name, bool dflt) {
+  const char* v = std::getenv(name);
+  return v && *v ? v[0] != '0' : dflt;
+}
+
+// Faults the shards' pages in, in manifest order (the order the upload mostly walks), on a thread of its own, so
+// the upload's writes find them resident: the page-cache (or disk) reads overlap the copies into Dawn's staging
+// memory. It touches one byte per page and keeps nothing; stop() ends it where it is.
+class ReadAhead {
+ public:
+  ReadAhead(const ModelFolder& f, bool on) : f_(f) {
+#ifndef EWGPU_WEB
+    if (on) thread_ = std::thread([this] { run(); });
+#else
+    (void)on;
+#endif
+  }
+  ~ReadAhead() { stop(); }
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  double ms() const { return ms_; }
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  void run() {
+    const auto t0 = Clock::now();
+    uint32_t acc = 0;
+    for (const auto& t : f_.tensors()) {
+      if (stop_) break;
+      auto raw = f_.rawBytes(t);
+      if (!raw) continue;  // the upload reports it
+      const volatile uint8_t* p = raw->data();
+      for (size_t i = 0; i < raw->size() && !stop_; i += 4096) acc += p[i];
+      if (!stop_) bytes_ += raw->size();
+    }
+    sink_ = acc;
+    ms_ = msSince(t0);
+  }
+  const ModelFolder& f_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  double ms_ = 0;
+  uint64_t bytes_ = 0;
+  uint32_t sink_ = 0;
+};
+
 class Uploader {
  public:
   Uploader(gpu::Context& ctx, const ModelFolder& f, const UploadOptions& o)
-      : ctx_(ctx), f_(f), max_chunk_(o.max_chunk_bytes), on_bytes_(o.on_bytes), defer_(o.defer) {}
+      : ctx_(ctx), f_(f), max_chunk_(o.max_chunk_bytes), on_bytes_(o.on_bytes), defer_(o.defer),
+        copy_(o.copy_through_host || envFlag("EWGPU_UPLOAD_COPY", false)) {
+#ifdef EWGPU_WEB
+    copy_ = true;  // shards are Blobs there: read only the slice (ModelFolder::readRange)
+#endif
+  }
+  double read_ms = 0, write_ms = 0, alloc_ms = 0;
+  // createBuffer, timed
+  Result<gpu::Buffer> newBuffer(uint64_t size, const std::string& label) {
+    const auto t0 = Clock::now();
+    auto b = ctx_.createBuffer(size, gpu::BufferKind::kStorage, label);
+    alloc_ms += msSince(t0);
+    return b;
+  }
 
   Result<GpuMatrix> matrix(const std::vector<Part>& parts, uint32_t k, const std::string& bias_name = "") {
     GpuMatrix m;
@@ -90,12 +158,12 @@ class Uploader {
     const uint64_t per_chunk = std::max<uint64_t>(2, (limit / std::max<uint64_t>(w_row, 1)) & ~uint64_t(1));
     for (uint32_t start = 0; start < m.n; start += (uint32_t)per_chunk) {
       const uint32_t rows = (uint32_t)std::min<uint64_t>(per_chunk, m.n - start);
-      auto wbuf = ctx_.createBuffer(rows * w_row, gpu::BufferKind::kStorage, label);
+      auto wbuf = newBuffer(rows * w_row, label);
       if (!wbuf) return std::move(wbuf).error();
       EWGPU_TRY(fill_w(start, rows, *wbuf));
       m.w.push_back(std::move(*wbuf));
       if (s_row) {
-        auto sbuf = ctx_.createBuffer(rows * s_row, gpu::BufferKind::kStorage, label + ".scale");
+        auto sbuf = newBuffer(rows * s_row, label + ".scale");
         if (!sbuf) return std::move(sbuf).error();
         EWGPU_TRY(fill_s(start, rows, *sbuf));
         m.s.push_back(std::move(*sbuf));
@@ -113,7 +181,7 @@ class Uploader {
   }
 
   Result<gpu::Buffer> floats(const std::vector<float>& v, const std::string& label) {
-    auto b = ctx_.createBuffer(v.size() * 4, gpu::BufferKind::kStorage, label);
+    auto b = newBuffer(v.size() * 4, label);
     if (!b) return std::move(b).error();
     ctx_.write(*b, 0, v.data(), v.size() * 4);
     added(v.size() * 4);
@@ -155,12 +223,28 @@ class Uploader {
         first += p.rows;
         continue;
       }
+      std::span<const uint8_t> mapped;
+      if (!copy_) {
+        auto raw = f_.rawBytes(*p.t);
+        if (!raw) return std::move(raw).error();
+        mapped = *raw;
+      }
       for (uint64_t r = lo; r < hi; r += slice_rows) {
         const uint64_t n = std::min<uint64_t>(slice_rows, hi - r);
-        staging_.resize(n * row_bytes);
-        EWGPU_TRY(f_.readRange(*p.t, (r - first) * row_bytes, staging_));
-        ctx_.write(dst, dst_off, staging_.data(), staging_.size());
-        dst_off += staging_.size();
+        const uint8_t* src;
+        if (copy_) {
+          const auto t0 = Clock::now();
+          staging_.resize(n * row_bytes);
+          EWGPU_TRY(f_.readRange(*p.t, (r - first) * row_bytes, staging_));
+          read_ms += msSince(t0);
+          src = staging_.data();
+        } else {
+          src = mapped.data() + (r - first) * row_bytes;  // Dawn copies it during the call
+        }
+        const auto t0 = Clock::now();
+        ctx_.write(dst, dst_off, src, n * row_bytes);
+        write_ms += msSince(t0);
+        dst_off += n * row_bytes;
       }
       first += p.rows;
     }
@@ -182,6 +266,7 @@ class Uploader {
   std::function<void(uint64_t)> on_bytes_;
   std::function<void(const gpu::Buffer&, uint64_t, const TensorInfo&, uint64_t, uint64_t)> defer_;
   uint64_t bytes_ = 0;
+  bool copy_;
 };
 
 }  // namespace
@@ -221,6 +306,9 @@ Result<std::unique_ptr<GpuModel>> uploadModel(gpu::Context& ctx, const ModelFold
   auto m = std::make_unique<GpuModel>();
   m->config = c;
   Uploader up(ctx, folder, opts);
+  const bool read_ahead = opts.read_ahead && envFlag("EWGPU_UPLOAD_READ_AHEAD", true) && !opts.defer &&
+                          !opts.copy_through_host && !envFlag("EWGPU_UPLOAD_COPY", false);
+  ReadAhead ahead(folder, read_ahead);
   const uint32_t H = c.hidden;
   const ModelNames names = modelNames(c);
   const bool layer_norm = c.norm == NormKind::kLayer;
@@ -310,7 +398,16 @@ Result<std::unique_ptr<GpuModel>> uploadModel(gpu::Context& ctx, const ModelFold
     m->layers.push_back(std::move(L));
   }
   m->weight_bytes = up.bytes();
+  ahead.stop();
+  const auto t_wait = Clock::now();
   EWGPU_TRY(ctx.finish());  // uploads done, errors (out of memory) surfaced here
+  if (opts.stats) {
+    opts.stats->read_ms = read_ahead ? ahead.ms() : up.read_ms;
+    opts.stats->read_bytes = read_ahead ? ahead.bytes() : 0;
+    opts.stats->alloc_ms = up.alloc_ms;
+    opts.stats->write_ms = up.write_ms;
+    opts.stats->wait_ms = msSince(t_wait);
+  }
   return m;
 }
 

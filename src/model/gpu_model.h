@@ -66,6 +66,16 @@ struct GpuModel {
   const GpuMatrix& logitsMatrix() const { return lm_head.n ? lm_head : embed; }
 };
 
+// Where an upload's time went (uploadModel fills it when UploadOptions::stats is set).
+struct UploadStats {
+  double read_ms = 0;      // bringing the folder's bytes into memory: the read-ahead thread's time (it overlaps the
+                           // writes), or with copy_through_host the reads into the host slice
+  double alloc_ms = 0;     // creating the GPU buffers
+  double write_ms = 0;     // inside queue writes (Dawn copies into its staging memory)
+  double wait_ms = 0;      // the final wait for the GPU to take the copies
+  uint64_t read_bytes = 0; // bytes the read-ahead thread brought in before the upload ended
+};
+
 struct UploadOptions {
   // Largest buffer one weight chunk may use (0 = the device's maxStorageBufferBindingSize). Tests lower it to
   // exercise the split.
@@ -78,6 +88,13 @@ struct UploadOptions {
   // multiples of 4. Vectors (norms, biases: small, converted to f32) are still written here.
   std::function<void(const gpu::Buffer& dst, uint64_t dst_offset, const TensorInfo& t, uint64_t offset, uint64_t size)>
       defer;
+  // Natively, weights go to the queue straight from the mapped shards (no host copy), while a read-ahead thread
+  // faults the shards' pages in ahead of the writes. copy_through_host = true reads each slice into a host buffer
+  // first (the browser's way, and the A/B baseline: EWGPU_UPLOAD_COPY=1); read_ahead = false
+  // (EWGPU_UPLOAD_READ_AHEAD=0) leaves the page faults to the writes.
+  bool copy_through_host = false;
+  bool read_ahead = true;
+  UploadStats* stats = nullptr;
 };
 
 kernels::WeightFormat weightFormatOf(Quant q);

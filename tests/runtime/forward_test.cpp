@@ -6,8 +6,14 @@
 
 #include "gpu/readback.h"
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
+
+#include <unistd.h>
 
 namespace ewgpu {
 namespace {
@@ -205,6 +211,100 @@ INSTANTIATE_TEST_SUITE_P(Families, ForwardVsReference,
 
 namespace ewgpu {
 namespace {
+
+// The upload's three ways to the same buffers (docs/model-folders.md, "Upload"): straight from the mapped shards
+// with the read-ahead thread (the default), without it, and through a host slice (the browser's way). A small
+// chunk limit splits the matrices across buffers, so slices start mid-record.
+TEST(Upload, EveryPathWritesTheSameBytes) {
+  auto f = ModelFolder::open(testing::tinyFolder(Arch::kQwen3_5, Quant::kQ4F16_1));
+  ASSERT_TRUE(f.ok()) << f.error().toString();
+  auto buffers = [](const GpuModel& m) {
+    std::vector<const gpu::Buffer*> out;
+    auto add = [&](const GpuMatrix& x) {
+      for (const auto& b : x.w) out.push_back(&b);
+      for (const auto& b : x.s) out.push_back(&b);
+    };
+    add(m.embed);
+    add(m.lm_head);
+    for (const auto& L : m.layers)
+      for (const GpuMatrix* x : {&L.qkv, &L.o, &L.in_proj, &L.out_proj, &L.gate_up, &L.down}) add(*x);
+    return out;
+  };
+  std::vector<std::vector<std::vector<float>>> contents;
+  for (int way = 0; way < 3; ++way) {
+    UploadOptions uo;
+    uo.max_chunk_bytes = 64 << 10;
+    uo.copy_through_host = way == 2;
+    uo.read_ahead = way == 0;
+    UploadStats st;
+    uo.stats = &st;
+    auto m = uploadModel(gpuContext(), *f, uo);
+    ASSERT_TRUE(m.ok()) << m.error().toString();
+    std::vector<std::vector<float>> c;
+    for (const gpu::Buffer* b : buffers(**m)) c.push_back(readFloats(*b, b->size() / 4));
+    ASSERT_GT(c.size(), 10u);
+    contents.push_back(std::move(c));
+    EXPECT_GT(st.write_ms, 0) << way;
+    if (way == 2) EXPECT_GT(st.read_ms, 0);       // reads into the host slice, on the writer
+    if (way != 0) EXPECT_EQ(st.read_bytes, 0u);   // no read-ahead thread
+  }
+  for (int way = 1; way < 3; ++way) {
+    ASSERT_EQ(contents[way].size(), contents[0].size());
+    for (size_t i = 0; i < contents[0].size(); ++i)
+      EXPECT_EQ(0, std::memcmp(contents[way][i].data(), contents[0][i].data(), contents[0][i].size() * 4))
+          << "way " << way << ", buffer " << i;
+  }
+}
+
+// The upload's three ways timed on a folder of your choice (skipped unless EWGPU_UPLOAD_BENCH=DIR; e.g. a
+// make-tiny --shape folder): each way twice, alternating, the folder read once before so it is in the page cache,
+// or with EWGPU_UPLOAD_BENCH_COLD=1 the page cache dropped before each upload (root: /proc/sys/vm/drop_caches).
+//   EWGPU_UPLOAD_BENCH=/tmp/m ./build/tests/runtime/forward_test --gtest_filter=UploadBench.*
+TEST(UploadBench, ThreeWays) {
+  const char* dir = std::getenv("EWGPU_UPLOAD_BENCH");
+  if (!dir || !*dir) GTEST_SKIP() << "set EWGPU_UPLOAD_BENCH=DIR";
+  uint64_t total = 0;
+  {
+    auto f = ModelFolder::open(dir);
+    ASSERT_TRUE(f.ok()) << f.error().toString();
+    for (const auto& t : f->tensors()) {
+      auto raw = f->rawBytes(t);
+      ASSERT_TRUE(raw.ok());
+      for (size_t i = 0; i < raw->size(); i += 4096) total += (*raw)[i];  // into the page cache
+    }
+  }
+  const bool cold = std::getenv("EWGPU_UPLOAD_BENCH_COLD") && std::string(std::getenv("EWGPU_UPLOAD_BENCH_COLD")) == "1";
+  std::printf("[ upload ] page cache %s before each upload\n", cold ? "dropped" : "warm");
+  const char* names[] = {"mapped + read-ahead (default)", "mapped, no read-ahead", "through a host slice"};
+  for (int rep = 0; rep < 2; ++rep)
+    for (int way = 0; way < 3; ++way) {
+      UploadOptions uo;
+      uo.copy_through_host = way == 2;
+      uo.read_ahead = way == 0;
+      UploadStats st;
+      uo.stats = &st;
+      if (cold) {
+        ::sync();
+        std::FILE* dc = std::fopen("/proc/sys/vm/drop_caches", "w");
+        ASSERT_NE(dc, nullptr) << "EWGPU_UPLOAD_BENCH_COLD needs root";
+        std::fputs("1", dc);
+        std::fclose(dc);
+      }
+      auto f = ModelFolder::open(dir);  // mapped afresh: its pages are in the page cache, not yet in this mapping
+      ASSERT_TRUE(f.ok());
+      const auto t0 = std::chrono::steady_clock::now();
+      auto m = uploadModel(gpuContext(), *f, uo);
+      ASSERT_TRUE(m.ok()) << m.error().toString();
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      const double gb = (double)(*m)->weight_bytes / 1e9;
+      std::printf("[ upload ] %-30s %.3f GB: %7.1f ms (%.2f s/GB, %.2f GB/s) | read %.1f ms (%.3f GB ahead), "
+                  "buffers %.1f ms, writes %.1f ms, wait %.1f ms\n",
+                  names[way], gb, ms, ms / 1000 / gb, gb / (ms / 1000), st.read_ms, st.read_bytes / 1e9, st.alloc_ms,
+                  st.write_ms, st.wait_ms);
+    }
+  volatile uint64_t sink = total;  // keeps the page-cache walk
+  (void)sink;
+}
 
 // architecture.md's invariant: no kernel binds more than 8 storage buffers (the WebGPU default limit per stage;
 // Firefox allows 9). Every bind group a Forward creates is counted by the context; build the two graphs that
