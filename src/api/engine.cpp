@@ -392,6 +392,7 @@ void Engine::Impl::runLoad(const std::string& source, LoadOptions lo, std::share
       if (!model) return L.fail(std::move(model).error());
       L.stages["upload"] = msSince(t_up);
       L.stages["read"] = us.read_ms;  // overlaps "upload" (UploadStats)
+      L.stages["upload_buffers"] = us.alloc_ms;
       L.stages["upload_write"] = us.write_ms;
       L.stages["upload_wait"] = us.wait_ms;
       L.progress("pipelines", 0.9);
