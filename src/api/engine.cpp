@@ -2,6 +2,7 @@
 // callback thread, loader threads (store resolution, downloads, folder parsing), and the model/state calls of
 // the public API. Requests and chat.completions are in engine_requests.cpp.
 #include "api/engine_impl.h"
+#include "base/clock.h"
 #include "grammar/tokenizer_vocabulary.h"
 #include "runtime/local_engine.h"
 #include "store/cache_files.h"
@@ -14,10 +15,6 @@
 
 namespace ewgpu {
 namespace {
-
-double msSince(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // The id a folder registers under when the caller names none: its name, or parent-name for a folder named for
 // its quantization ("tests/fixtures/qwen3_5_tiny/q4f16_1" -> "qwen3_5_tiny-q4f16_1").

@@ -1,5 +1,6 @@
 #include "gpu/microbench.h"
 
+#include "base/clock.h"
 #include "gpu/recorder.h"
 
 #include <algorithm>
@@ -9,10 +10,6 @@ namespace ewgpu::gpu {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double msSince(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());

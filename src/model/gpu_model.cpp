@@ -1,5 +1,7 @@
 #include "model/gpu_model.h"
 
+#include "base/clock.h"
+
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -17,7 +19,6 @@ struct Part {               // one module of a (possibly fused) matrix
 };
 
 using Clock = std::chrono::steady_clock;
-double msSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
 bool envFlag(const char* name, bool dflt) {
   const char* v = std::getenv(name);
@@ -47,16 +48,14 @@ class ReadAhead {
  private:
   void run() {
     const auto t0 = Clock::now();
-    uint32_t acc = 0;
     for (const auto& t : f_.tensors()) {
       if (stop_) break;
       auto raw = f_.rawBytes(t);
       if (!raw) continue;  // the upload reports it
-      const volatile uint8_t* p = raw->data();
-      for (size_t i = 0; i < raw->size() && !stop_; i += 4096) acc += p[i];
+      const volatile uint8_t* p = raw->data();  // volatile: each read happens
+      for (size_t i = 0; i < raw->size() && !stop_; i += 4096) (void)p[i];
       if (!stop_) bytes_ += raw->size();
     }
-    sink_ = acc;
     ms_ = msSince(t0);
   }
   const ModelFolder& f_;
@@ -64,18 +63,13 @@ class ReadAhead {
   std::atomic<bool> stop_{false};
   double ms_ = 0;
   uint64_t bytes_ = 0;
-  uint32_t sink_ = 0;
 };
 
 class Uploader {
  public:
-  Uploader(gpu::Context& ctx, const ModelFolder& f, const UploadOptions& o)
-      : ctx_(ctx), f_(f), max_chunk_(o.max_chunk_bytes), on_bytes_(o.on_bytes), defer_(o.defer),
-        copy_(o.copy_through_host || envFlag("EWGPU_UPLOAD_COPY", false)) {
-#ifdef EWGPU_WEB
-    copy_ = true;  // shards are Blobs there: read only the slice (ModelFolder::readRange)
-#endif
-  }
+  // copy: each slice through a host buffer (UploadOptions::copy_through_host), else straight from the mapping.
+  Uploader(gpu::Context& ctx, const ModelFolder& f, const UploadOptions& o, bool copy)
+      : ctx_(ctx), f_(f), max_chunk_(o.max_chunk_bytes), on_bytes_(o.on_bytes), defer_(o.defer), copy_(copy) {}
   double read_ms = 0, write_ms = 0, alloc_ms = 0;
   // createBuffer, timed
   Result<gpu::Buffer> newBuffer(uint64_t size, const std::string& label) {
@@ -305,9 +299,13 @@ Result<std::unique_ptr<GpuModel>> uploadModel(gpu::Context& ctx, const ModelFold
   const ModelConfig& c = folder.config();
   auto m = std::make_unique<GpuModel>();
   m->config = c;
-  Uploader up(ctx, folder, opts);
-  const bool read_ahead = opts.read_ahead && envFlag("EWGPU_UPLOAD_READ_AHEAD", true) && !opts.defer &&
-                          !opts.copy_through_host && !envFlag("EWGPU_UPLOAD_COPY", false);
+#ifdef EWGPU_WEB
+  const bool copy = true;  // shards are Blobs there: read only the slice (ModelFolder::readRange)
+#else
+  const bool copy = opts.copy_through_host || envFlag("EWGPU_UPLOAD_COPY", false);
+#endif
+  Uploader up(ctx, folder, opts, copy);
+  const bool read_ahead = opts.read_ahead && envFlag("EWGPU_UPLOAD_READ_AHEAD", true) && !opts.defer && !copy;
   ReadAhead ahead(folder, read_ahead);
   const uint32_t H = c.hidden;
   const ModelNames names = modelNames(c);

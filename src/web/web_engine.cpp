@@ -12,6 +12,7 @@
 #include "api/embeddings.h"
 #include "api/openai.h"
 #include "api/prepare.h"
+#include "base/clock.h"
 #include "base/md5.h"
 #include "engine/scheduler.h"
 #include "gpu/context.h"
@@ -87,9 +88,6 @@ void post(const nlohmann::json& j) {
 void run(Effects& fx) {
   for (auto& f : fx) f();
   fx.clear();
-}
-double msSince(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
 
 // The resident model a request names (or the current one), with the native engine's errors (residentAssets).
