@@ -21,9 +21,12 @@ $B/ewgpu probe | tee "$OUT/probe.txt"
 # (build-h200/tests/kernels/gemv_test, sample_test: they run the GPU's own defaults, e.g. int8 x̂ and 1024 sampling
 # threads, which SwiftShader does not).
 if [ -n "${FORWARD_TEST:-}" ]; then
-  for t in runtime/forward_test runtime/generator_test runtime/batch_test kernels/gemv_test kernels/sample_test; do
+  # FORWARD_FILTER: a gtest filter for all of them (e.g. '*Int8*').
+  for t in runtime/forward_test runtime/generator_test runtime/batch_test kernels/gemv_test kernels/sample_test \
+           kernels/gemm_test runtime/fixture_test; do
     [ -x "$B/tests/$t" ] || continue
-    $B/tests/$t 2>&1 | grep -E "^\[ +(OK|FAILED|PASSED|SKIPPED) |Failure|Expected|Which is|\[ (q8|sample) \]" |
+    $B/tests/$t --gtest_filter="${FORWARD_FILTER:-*}" 2>&1 |
+      grep -E "^\[ +(OK|FAILED|PASSED|SKIPPED) |Failure|Expected|Which is|\[ (q8|sample|logits|fixture) \]" |
       tee "$OUT/$(basename $t).txt"
   done
 fi
@@ -69,7 +72,15 @@ print(f'$name: load {j[\"load_ms\"]:.1f} ms, {gb:.3f} GB, {j[\"load_ms\"] / 1000
     done
     rm -rf "$cache"
   fi
-  [ -n "${SKIP_PREFILL:-}" ] || $B/ewgpu bench prefill /tmp/m-$shape --lengths 128,512 2>&1 | tee "$OUT/prefill-$shape.txt"
+  # PREFILL_VARIANTS="EWGPU_PREFILL_Q8=0 EWGPU_PREFILL_Q8=1" repeats the prefill bench once per set of comma-separated
+  # environment assignments (issue 15, item 1: f32 GEMM against the int8 path) into the same file, at PREFILL_LENGTHS.
+  if [ -z "${SKIP_PREFILL:-}" ]; then
+    for v in ${PREFILL_VARIANTS:-default}; do
+      echo "== $shape ${v}" | tee -a "$OUT/prefill-$shape.txt"
+      env $( [ "$v" = default ] || echo "$v" | tr ',' ' ') $B/ewgpu bench prefill /tmp/m-$shape \
+        --lengths ${PREFILL_LENGTHS:-128,512} 2>&1 | tee -a "$OUT/prefill-$shape.txt"
+    done
+  fi
   # The CLI end to end on the real shape (random weights, so the text is noise; the timings line is the point).
   [ -n "${SKIP_RUN:-}" ] || $B/ewgpu run /tmp/m-$shape "Write a haiku about GPUs." --chat --max-tokens 64 2>&1 |
     tail -c 2000 | tee "$OUT/run-$shape.txt"
@@ -102,6 +113,8 @@ if [ -n "${SAMPLE_BENCH:-}" ]; then
   done
 fi
 if [ -n "${KERNEL_BENCH:-}" ]; then
-  EWGPU_GEMM_BENCH=1 $B/tests/kernels/gemm_test --gtest_filter='GemmBench.*' 2>&1 | tail -30 | tee "$OUT/gemm_bench.txt"
+  # GEMM_BENCH=full / int8 picks gemm_test's sweep (int8: the f32 GEMM against the int8 path's one and two digits).
+  EWGPU_GEMM_BENCH=${GEMM_BENCH:-1} $B/tests/kernels/gemm_test --gtest_filter='GemmBench.*' 2>&1 | grep -E "^gemm|adapter" |
+    tee "$OUT/gemm_bench.txt"
   $B/tests/kernels/gdn_bench --tokens 64,512 2>&1 | tail -30 | tee "$OUT/gdn_bench.txt"
 fi

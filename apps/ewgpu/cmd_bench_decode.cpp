@@ -199,9 +199,10 @@ int runBenchPrefill(const BenchFlags& f) {
   const double flops_per_token = 2.0 * (double)parameterCount(c);
   nlohmann::json out = nlohmann::json::array();
   if (!json)
-    std::printf("%s %s on %s (prefill chunk %u)\n%8s %12s %12s %12s\n", c.model_type.c_str(),
-                std::string(quantName(c.quant)).c_str(), e.ctx->info().device.c_str(),
-                e.forward->prefillChunk(), "tokens", "ms", "tok/s", "TFLOP/s");
+    std::printf("%s %s on %s (prefill chunk %u, prefill x %s)\n%8s %12s %12s %12s\n", c.model_type.c_str(),
+                std::string(quantName(c.quant)).c_str(), e.ctx->info().device.c_str(), e.forward->prefillChunk(),
+                e.forward->prefillDigits() == 0 ? "f32" : e.forward->prefillDigits() == 1 ? "int8" : "int16",
+                "tokens", "ms", "tok/s", "TFLOP/s");
   for (uint32_t n : lengths) {
     double best = 1e30;
     for (int rep = 0; rep < 3; ++rep) {
@@ -223,7 +224,10 @@ int runBenchPrefill(const BenchFlags& f) {
     out.push_back({{"tokens", n}, {"ms", best}, {"tok_s", tps}, {"TFLOPs", tflops}});
     if (!json) std::printf("%8u %12.2f %12.0f %12.2f\n", n, best, tps, tflops);
   }
-  if (json) std::cout << nlohmann::json{{"device", e.ctx->info().device}, {"rows", out}}.dump(2) << "\n";
+  if (json)
+    std::cout << nlohmann::json{{"device", e.ctx->info().device}, {"prefill_digits", e.forward->prefillDigits()},
+                                {"rows", out}}.dump(2)
+              << "\n";
   return 0;
 }
 

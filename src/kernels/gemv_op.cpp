@@ -251,10 +251,7 @@ Result<GemvOp> GemvOp::createBatched(gpu::Context& ctx, const LinearWeights& w, 
   return op;
 }
 
-uint32_t GemvOp::quantRowU32(uint32_t k, uint32_t digits) {
-  const uint32_t groups = k / 32;
-  return (digits * groups * 9 + groups + 3) / 4 * 4;
-}
+uint32_t GemvOp::quantRowU32(uint32_t k, uint32_t digits) { return quantRowWords(k, digits); }
 
 Status GemvOp::createQuant(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x, const GemvConfig& cfg,
                            uint32_t digits) {

@@ -3,6 +3,7 @@
 #include "kernels/linear_cpu.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 namespace ewgpu::kernels {
@@ -67,14 +68,21 @@ uint64_t weightBytes(WeightFormat f, uint32_t rows, uint32_t K) {
   return words_per_row * rows * 4;
 }
 
+uint32_t quantRowWords(uint32_t K, uint32_t digits) {
+  const uint32_t groups = K / 32;
+  return (digits * groups * 9 + groups + 3) / 4 * 4;
+}
+
 uint64_t scaleBytes(WeightFormat f, uint32_t rows, uint32_t K) {
   uint64_t scales = isQ3(f) ? (uint64_t)ceilDiv(K, 40) * rows : isQ4(f) ? (uint64_t)K / 32 * rows : 0;
   return f == WeightFormat::kQ4F32 ? scales * 4 : (scales * 2 + 3) / 4 * 4;
 }
 
 Result<GemmOp> GemmOp::create(gpu::Context& ctx, const LinearWeights& wt, const gpu::Buffer& x, const gpu::Buffer& y,
-                              const gpu::Buffer& meta, Epilogue epi, uint32_t max_tokens, GemmTiling tiling) {
+                              const gpu::Buffer& meta, Epilogue epi, uint32_t max_tokens, GemmTiling tiling,
+                              GemmQ8 q8) {
   EWGPU_TRY(checkShapes(wt, epi, tiling));
+  if (q8.xq && isQ4(wt.format)) return createInt8(ctx, wt, x, y, meta, epi, max_tokens, q8);
   bool swiglu = gatedEpilogue(epi);
   uint32_t y_cols = swiglu ? wt.N / 2 : wt.N;
   EWGPU_TRY(checkSize(&x, (uint64_t)max_tokens * wt.K * 4, "x"));
@@ -162,9 +170,75 @@ Result<GemmOp> GemmOp::create(gpu::Context& ctx, const LinearWeights& wt, const 
   return op;
 }
 
+// gemm_q8_tile.wgsl (header there): x quantized per token by gemv_quant.wgsl into the shared scratch, then tiles of
+// 64 or 128 tokens × 64 weight rows on dot4I8Packed.
+Result<GemmOp> GemmOp::createInt8(gpu::Context& ctx, const LinearWeights& wt, const gpu::Buffer& x,
+                                  const gpu::Buffer& y, const gpu::Buffer& meta, Epilogue epi, uint32_t max_tokens,
+                                  GemmQ8 q8) {
+  if (q8.digits != 1 && q8.digits != 2) return badRequest("int8 digits must be 1 or 2", {{"digits", q8.digits}});
+  uint32_t tile_t = q8.tile_t;
+  if (!tile_t) {
+    const char* e = std::getenv("EWGPU_PREFILL_TILE");
+    tile_t = e ? (uint32_t)std::strtoul(e, nullptr, 10) : 64;
+  }
+  if (tile_t != 64 && tile_t != 128) return badRequest("int8 tiles take 64 or 128 tokens", {{"tile_t", tile_t}});
+  const bool gated = gatedEpilogue(epi);
+  const uint32_t y_cols = gated ? wt.N / 2 : wt.N;
+  const uint32_t row_words = quantRowWords(wt.K, q8.digits);
+  EWGPU_TRY(checkSize(q8.xq, (uint64_t)max_tokens * row_words * 4, "xq"));
+  if (q8.xq == &y || q8.xq == &x || q8.xq == &meta || q8.xq == wt.bias)
+    return badRequest("xq must not alias x, y, meta or bias");
+  const WGPULimits& lim = ctx.limits();
+  if (max_tokens > lim.maxComputeWorkgroupsPerDimension)
+    return badRequest("max_tokens too large for one dispatch", {{"max_tokens", max_tokens}});
+  GemmOp op;
+  op.tile_t_ = tile_t;
+  op.max_tokens_ = max_tokens;
+  op.n_ = wt.N;
+  op.k_ = wt.K;
+  {
+    auto kern = ctx.kernel("gemv_quant", {{"K", wt.K}, {"X_STRIDE", wt.K}, {"NORM", 0}, {"DIGITS", q8.digits},
+                                          {"ROW_U32", row_words}});
+    if (!kern) return std::move(kern).error();
+    op.quant_.kernel = *kern;
+    auto bg = ctx.bindGroup(*op.quant_.kernel, {{&x}, {&x}, {q8.xq}, {&meta}});
+    if (!bg) return std::move(bg).error();
+    op.quant_.bind_group = std::move(*bg);
+  }
+  uint32_t row_offset = 0;
+  for (size_t c = 0; c < wt.w_chunks.size(); ++c) {
+    const uint32_t rows = wt.chunk_rows[c];
+    const gpu::Buffer* w = wt.w_chunks[c];
+    const gpu::Buffer* s = wt.s_chunks[c];
+    EWGPU_TRY(checkSize(w, weightBytes(wt.format, rows, wt.K), "w"));
+    EWGPU_TRY(checkSize(s, scaleBytes(wt.format, rows, wt.K), "s"));
+    if (w == &y || s == &y) return badRequest("y must not alias the weights");
+    if (rows == 0) continue;
+    Part part;
+    part.groups_x = gated ? ceilDiv(rows / 2, 32) : ceilDiv(rows, 64);
+    if (part.groups_x > lim.maxComputeWorkgroupsPerDimension)
+      return badRequest("weight chunk has too many rows for one dispatch", {{"rows", rows}});
+    gpu::Constants k{{"QFMT", (int)wt.format}, {"N", rows},           {"K", wt.K},
+                     {"EPI", (int)epi},        {"HAS_BIAS", wt.bias ? 1 : 0}, {"ROW_OFFSET", row_offset},
+                     {"Y_STRIDE", y_cols},     {"DIGITS", q8.digits}, {"XQ_ROW", row_words},
+                     {"XQ_ROWS", max_tokens},  {"TILE_T", tile_t}};
+    auto kernel = ctx.kernel("gemm_q8_tile", k);
+    if (!kernel) return std::move(kernel).error();
+    part.kernel = *kernel;
+    const gpu::Buffer* bias = wt.bias ? wt.bias : &meta;  // unused slot: any buffer that is not y
+    auto bg = ctx.bindGroup(*part.kernel, {{w}, {s}, {q8.xq}, {&y}, {q8.xq}, {bias}, {&meta}});
+    if (!bg) return std::move(bg).error();
+    part.bind_group = std::move(*bg);
+    op.parts_.push_back(std::move(part));
+    row_offset += rows;
+  }
+  return op;
+}
+
 void GemmOp::record(gpu::Recorder& rec, uint32_t tokens) const {
   tokens = std::min(tokens, max_tokens_);
   if (tokens == 0) return;
+  if (quant_.kernel) rec.dispatch(*quant_.kernel, quant_.bind_group, tokens);  // one workgroup per token
   uint32_t groups_y = ceilDiv(tokens, tile_t_);
   for (const Part& p : parts_) rec.dispatch(*p.kernel, p.bind_group, p.groups_x, groups_y);
 }

@@ -47,6 +47,18 @@ struct GemmTiling {
   uint32_t stages = 0;   // workgroup buffers: 2 (one barrier per K step), 1, or 0 = 2 when it fits the limit
 };
 
+// The int8 prefill path (gemm_q8_tile.wgsl) of a q4 GemmOp: x is first quantized per 32-element group into `xq`
+// (gemv_quant.wgsl: `digits` int8 digits and a step per group), then multiplied with dot4I8Packed. `xq` is scratch
+// of at least max_tokens · quantRowWords(K, digits) u32 that every op of a forward may share (each op quantizes
+// its own input right before its GEMM). Null: the f32 GEMM.
+struct GemmQ8 {
+  const gpu::Buffer* xq = nullptr;
+  uint32_t digits = 1;  // 1 (int8, as llama.cpp's MMQ) or 2 (int16 fixed point, the decode GEMVs' default)
+  uint32_t tile_t = 0;  // tokens per tile, 64 or 128 (0: EWGPU_PREFILL_TILE, else 64)
+};
+// u32 words of one x̂ row of K features (gemv_quant.wgsl's ROW_U32: digits, zero points, steps; a multiple of 4).
+uint32_t quantRowWords(uint32_t K, uint32_t digits);
+
 // Bytes of one chunk's packed weights / scales for `rows` rows of K inputs.
 uint64_t weightBytes(WeightFormat f, uint32_t rows, uint32_t K);
 uint64_t scaleBytes(WeightFormat f, uint32_t rows, uint32_t K);  // 0 for q0 formats
@@ -58,15 +70,21 @@ class GemmOp {
   // kSwiGlu needs a single chunk. K must be a multiple of 32 (q4, q0) or of 4 (q3, rows padded to 40).
   // On a CPU adapter with the default tiling, q4 weights go through linear_cpu.wgsl instead (kernels/linear_cpu.h:
   // one pipeline for every layer, far cheaper to compile on SwiftShader than a tiled GEMM per shape).
+  // With q8.xq set and q4 weights, the int8 path (GemmQ8; tiles of q8.tile_t tokens × 64 weight rows); other
+  // formats ignore q8.
   static Result<GemmOp> create(gpu::Context& ctx, const LinearWeights& weights, const gpu::Buffer& x,
                                const gpu::Buffer& y, const gpu::Buffer& meta, Epilogue epi, uint32_t max_tokens,
-                               GemmTiling tiling = {});
+                               GemmTiling tiling = {}, GemmQ8 q8 = {});
   // Dispatches every chunk for `tokens` rows (clamped to max_tokens; 0 records nothing).
   void record(gpu::Recorder& rec, uint32_t tokens) const;
   // 2 * T * N * K (kSwiGlu: N = 2I): the FLOPs of `tokens` rows, for benchmarks.
   double flops(uint32_t tokens) const { return 2.0 * tokens * (double)n_ * k_; }
+  bool int8() const { return quant_.kernel != nullptr; }
 
  private:
+  static Result<GemmOp> createInt8(gpu::Context& ctx, const LinearWeights& weights, const gpu::Buffer& x,
+                                   const gpu::Buffer& y, const gpu::Buffer& meta, Epilogue epi, uint32_t max_tokens,
+                                   GemmQ8 q8);
   struct Part {
     const gpu::Kernel* kernel = nullptr;
     gpu::BindGroup bind_group;
@@ -74,6 +92,7 @@ class GemmOp {
     gpu::Buffer params;     // linear_cpu.wgsl's uniform (CPU adapters)
   };
   std::vector<Part> parts_;
+  Part quant_;  // the int8 path's x quantization (gemv_quant.wgsl, one workgroup per token)
   uint32_t tile_t_ = 64, max_tokens_ = 0, n_ = 0, k_ = 0;
 };
 

@@ -206,8 +206,10 @@ uint64_t Forward::fixedBytes(const ModelConfig& c, uint32_t rows, uint32_t conte
   const uint64_t mixw = std::max<uint64_t>(qd, gdn ? gd.outWidth() : 0);
   const uint64_t projw = gdn ? gd.projWidth() : 1, prepw = gdn ? gd.prepWidth() : 1;
   const uint64_t ple = 2 * pleWidth(c) + (c.isGemma4() ? c.ple_dim : 0);  // gemma4's per-layer inputs and gate
+  // The int8 prefill GEMMs' x̂ (two digits at most) for the widest input.
+  const uint64_t xq = kernels::quantRowWords((uint32_t)std::max({(uint64_t)c.hidden, qd, mixw, inter}), 2);
   const uint64_t per_token =
-      (uint64_t)c.hidden * 2 + attnWidth(c) + projw + mixw + inter + prepw + qd + familyWidth(c) + ple;
+      (uint64_t)c.hidden * 2 + attnWidth(c) + projw + mixw + inter + prepw + qd + familyWidth(c) + ple + xq;
   const uint64_t per_row = (uint64_t)c.vocab + c.hidden + attnWidth(c) + projw + mixw + inter + prepw +
                            (uint64_t)c.n_heads * 16 * (maxHeadDim(c) + 4) +  // attention partials at most
                            familyWidth(c) + ple;
@@ -721,6 +723,31 @@ Status Forward::createDecodeOps() {
 Status Forward::createPrefillOps() {
   const ModelConfig& c = model_.config;
   const uint32_t T = chunk_;
+  // The q4 GEMMs' x precision (ForwardOptions::prefill_activations), and the x̂ scratch they share.
+  using kernels::Activations;
+  Activations pact = opts_.prefill_activations;
+  if (pact == Activations::kAuto) {
+    const char* e = std::getenv("EWGPU_PREFILL_Q8");
+    if (e) pact = std::string(e) == "1" ? Activations::kInt8 : std::string(e) == "2" ? Activations::kInt16 : Activations::kF32;
+    else if (!ctx_.info().packed_dot4 || ctx_.info().cpuAdapter()) pact = Activations::kF32;
+    // gemma4's scale-1 attention over RMS-normed q and k amplifies x̂'s error (docs/engine.md, "Numerics").
+    else pact = c.arch == Arch::kGemma4 ? Activations::kInt16 : Activations::kInt8;
+  }
+  pdigits_ = pact == Activations::kInt8 ? 1 : pact == Activations::kInt16 ? 2 : 0;
+  const bool q4 = c.quant == Quant::kQ4F16_1 || c.quant == Quant::kQ4F32_1;
+  if (!q4) pdigits_ = 0;
+  kernels::GemmQ8 q8;
+  if (pdigits_) {
+    const kernels::GdnDims gd = gdnDims(c);
+    const uint64_t kmax = std::max({(uint64_t)c.hidden, (uint64_t)maxQd(c), (uint64_t)maxInter(c),
+                                    c.arch == Arch::kQwen3_5 ? (uint64_t)gd.outWidth() : 0});
+    EWGPU_ASSIGN(pxq_, buffer((uint64_t)T * kernels::quantRowWords((uint32_t)kmax, pdigits_) * 4, "prefill-xq",
+                              &stats_.activation_bytes));
+    q8 = {&pxq_, pdigits_};
+  }
+  auto gemm = [&](const kernels::LinearWeights& w, const gpu::Buffer& x, const gpu::Buffer& y, Epilogue epi) {
+    return kernels::GemmOp::create(ctx_, w, x, y, pmeta_, epi, T, {}, q8);
+  };
   for (int l = 0; l < c.n_layers; ++l) {
     const GpuLayer& L = model_.layers[l];
     LayerOps& ops = layers_[l];
@@ -732,10 +759,9 @@ Status Forward::createPrefillOps() {
       a.pnorm_used = in_norm;
       if (in_norm)
         EWGPU_ASSIGN(a.pnorm, familyNorm(phidden_, L.input_norm, &L.input_norm_b, pnormed_, pmeta_, T, false));
-      EWGPU_ASSIGN(a.pqkv, kernels::GemmOp::create(ctx_, L.qkv.view(), in_x, pqkv_, pmeta_, Epilogue::kStore, T));
+      EWGPU_ASSIGN(a.pqkv, gemm(L.qkv.view(), in_x, pqkv_, Epilogue::kStore));
       const bool post = L.attn_out_norm.handle();
-      EWGPU_ASSIGN(a.po, kernels::GemmOp::create(ctx_, L.o.view(), pmix_, post ? pbranch_ : phidden_, pmeta_,
-                                                 post ? Epilogue::kStore : Epilogue::kResidualAdd, T));
+      EWGPU_ASSIGN(a.po, gemm(L.o.view(), pmix_, post ? pbranch_ : phidden_, post ? Epilogue::kStore : Epilogue::kResidualAdd));
       if (post)
         EWGPU_ASSIGN(ops.pn_attn_out, familyNorm(pbranch_, L.attn_out_norm, nullptr, phidden_, pmeta_, T, true));
     } else {
@@ -743,14 +769,13 @@ Status Forward::createPrefillOps() {
       kernels::GdnDims gd = gdnDims(c);
       EWGPU_ASSIGN(g.pnorm, kernels::RmsNormOp::create(ctx_, phidden_, L.input_norm, pnormed_, pmeta_, c.hidden,
                                                        c.rms_eps, T));
-      EWGPU_ASSIGN(g.pin, kernels::GemmOp::create(ctx_, L.in_proj.view(), pnormed_, pproj_, pmeta_, Epilogue::kStore, T));
+      EWGPU_ASSIGN(g.pin, gemm(L.in_proj.view(), pnormed_, pproj_, Epilogue::kStore));
       EWGPU_ASSIGN(g.pconv, kernels::GdnConvOp::create(ctx_, gd, true,
                                                        {{&pproj_}, {&L.conv_w}, {&L.a_log}, {&L.dt_bias}, {&pmeta_},
                                                         {&conv_state_[l]}, {&pprep_}}));
       EWGPU_ASSIGN(g.pmix, kernels::GdnPrefillOp::create(ctx_, gd, T, {{&pprep_}, {&pproj_}, {&L.gdn_norm}, {&pmeta_},
                                                                        {&state_[l]}, {&pmix_}}));
-      EWGPU_ASSIGN(g.pout, kernels::GemmOp::create(ctx_, L.out_proj.view(), pmix_, phidden_, pmeta_,
-                                                   Epilogue::kResidualAdd, T));
+      EWGPU_ASSIGN(g.pout, gemm(L.out_proj.view(), pmix_, phidden_, Epilogue::kResidualAdd));
     }
     // The MLP's input: pnormed_ from ppost (sequential), phidden_ (olmo2), or a parallel block's norm of the
     // layer's input taken before the attention adds to it (pnormed_ shared, or pnormed2_ from pn_mlp).
@@ -767,19 +792,16 @@ Status Forward::createPrefillOps() {
     } else {
       up_x = &phidden_;
     }
-    EWGPU_ASSIGN(ops.pup, kernels::GemmOp::create(ctx_, L.gate_up.view(), *up_x, pact_, pmeta_, mlpEpilogue(c), T));
+    EWGPU_ASSIGN(ops.pup, gemm(L.gate_up.view(), *up_x, pact_, mlpEpilogue(c)));
     const bool post = L.mlp_out_norm.handle();
-    EWGPU_ASSIGN(ops.pdown, kernels::GemmOp::create(ctx_, L.down.view(), pact_, post ? pbranch_ : phidden_, pmeta_,
-                                                    post ? Epilogue::kStore : Epilogue::kResidualAdd, T));
+    EWGPU_ASSIGN(ops.pdown, gemm(L.down.view(), pact_, post ? pbranch_ : phidden_, post ? Epilogue::kStore : Epilogue::kResidualAdd));
     if (post) EWGPU_ASSIGN(ops.pn_mlp_out, familyNorm(pbranch_, L.mlp_out_norm, nullptr, phidden_, pmeta_, T, true));
     if (ops.ple) {  // gemma4's per-layer input branch
-      EWGPU_ASSIGN(ops.pple_gate, kernels::GemmOp::create(ctx_, L.ple_gate.view(), phidden_, ppgate_, pmeta_,
-                                                          Epilogue::kGeluTanh, T));
+      EWGPU_ASSIGN(ops.pple_gate, gemm(L.ple_gate.view(), phidden_, ppgate_, Epilogue::kGeluTanh));
       auto bg = ctx_.bindGroup(*ple_mul_, {{&ppgate_}, {&layer_index_[l]}, {&ppli_}, {&pmeta_}, {&layer_index_[l]}});
       if (!bg) return std::move(bg).error();
       ops.pple_mul_bg = std::move(*bg);
-      EWGPU_ASSIGN(ops.pple_proj, kernels::GemmOp::create(ctx_, L.ple_proj.view(), ppgate_, pbranch_, pmeta_,
-                                                          Epilogue::kStore, T));
+      EWGPU_ASSIGN(ops.pple_proj, gemm(L.ple_proj.view(), ppgate_, pbranch_, Epilogue::kStore));
       EWGPU_ASSIGN(ops.pn_ple, familyNorm(pbranch_, L.ple_norm, nullptr, phidden_, pmeta_, T, true));
     }
     if (ops.scale) {
@@ -790,8 +812,7 @@ Status Forward::createPrefillOps() {
     }
   }
   if (pleWidth(c))
-    EWGPU_ASSIGN(pple_model_, kernels::GemmOp::create(ctx_, model_.ple_projection.view(), phidden_, ppliproj_, pmeta_,
-                                                      Epilogue::kStore, T));
+    EWGPU_ASSIGN(pple_model_, gemm(model_.ple_projection.view(), phidden_, ppliproj_, Epilogue::kStore));
   return {};
 }
 

@@ -52,6 +52,11 @@ struct ForwardOptions {
   // EWGPU_KV=f16|f32 overrides kAuto.
   enum class Kv { kAuto, kF32, kF16 };
   Kv kv = Kv::kAuto;
+  // x precision of the q4 prefill GEMMs: kInt8 / kInt16 quantize x per 32-element group to one or two int8 digits
+  // for the packed dot product (gemm_q8_tile.wgsl); kF32 keeps gemm.wgsl. kAuto: kInt8 on GPUs with WGSL's packed
+  // dot product (kInt16 for gemma4), kF32 on CPU adapters (SwiftShader emulates it); EWGPU_PREFILL_Q8=0/1/2
+  // (f32/int8/int16) overrides kAuto. Other weight formats always take gemm.wgsl.
+  kernels::Activations prefill_activations = kernels::Activations::kAuto;
 };
 
 struct ForwardStats {
@@ -100,6 +105,7 @@ class Forward {
 
   const ForwardOptions& options() const { return opts_; }
   uint32_t prefillChunk() const { return chunk_; }    // tokens per prefill chunk actually used
+  uint32_t prefillDigits() const { return pdigits_; }  // int8 digits of the q4 prefill GEMMs' x (0: f32 x)
   uint32_t contextLength() const { return ctx_len_; }  // positions per slot actually used
   bool kvF16() const { return kv16_; }
   const ForwardStats& stats() const { return stats_; }
@@ -192,6 +198,8 @@ class Forward {
   ForwardOptions opts_;
   ForwardStats stats_;
   uint32_t chunk_ = 0, ctx_len_ = 0;
+  uint32_t pdigits_ = 0;  // prefillDigits()
+  gpu::Buffer pxq_;       // the int8 prefill GEMMs' x̂ (kernels::GemmQ8), shared by every op
   bool kv16_ = false;  // the KV cache holds f16 (ForwardOptions::kv resolved)
   uint32_t pps_ = 1, pool_ = 1, snaps_ = 0;
   gpu::Buffer page_scratch_;

@@ -130,12 +130,15 @@ struct Case {
   uint32_t T, N, K;
   uint32_t split;  // rows of the first chunk (0: one chunk)
   GemmTiling tiling;
+  uint32_t digits = 0;  // the int8 path (GemmQ8) with 1 or 2 digits; 0: gemm.wgsl
+  uint32_t q8_tile = 64;  // its tokens per tile
 };
 
 std::string describe(const Case& c) {
   char buf[160];
-  std::snprintf(buf, sizeof buf, "qfmt=%d epi=%d bias=%d T=%u N=%u K=%u split=%u tile=%ux%u stages=%u", (int)c.fmt,
-                (int)c.epi, c.bias, c.T, c.N, c.K, c.split, c.tiling.tile_t, c.tiling.tile_n, c.tiling.stages);
+  std::snprintf(buf, sizeof buf, "qfmt=%d epi=%d bias=%d T=%u N=%u K=%u split=%u tile=%ux%u stages=%u digits=%u q8 tile %u",
+                (int)c.fmt, (int)c.epi, c.bias, c.T, c.N, c.K, c.split, c.tiling.tile_t, c.tiling.tile_n,
+                c.tiling.stages, c.digits, c.q8_tile);
   return buf;
 }
 
@@ -185,13 +188,45 @@ void runCase(const Case& c) {
   lw.K = c.K;
   lw.format = c.fmt;
   lw.bias = c.bias ? &bb : nullptr;
-  auto op = GemmOp::create(ctx, lw, xb, yb, mb, c.epi, max_tokens, c.tiling);
+  // The int8 path's x̂ scratch, poisoned: every row below T must be written by the quantizer.
+  const uint32_t row_words = c.digits ? quantRowWords(c.K, c.digits) : 0;
+  std::vector<uint32_t> xq0((size_t)max_tokens * row_words + 4, kNaN);
+  gpu::Buffer xqb = upload(ctx, xq0.data(), xq0.size() * 4, "xq");
+  auto op = GemmOp::create(ctx, lw, xb, yb, mb, c.epi, max_tokens, c.tiling, {c.digits ? &xqb : nullptr, c.digits, c.q8_tile});
   ASSERT_TRUE(op.ok()) << op.error().toString();
+  EXPECT_EQ(op->int8(), c.digits > 0);
   gpu::Recorder rec(ctx);
   op->record(rec, max_tokens);
   ASSERT_TRUE(rec.submit().ok());
   std::vector<float> y = readFloats(ctx, yb, y0.size());
   ASSERT_TRUE(ctx.takeError().ok());
+  // With int8 x the reference multiplies the GPU's own x̂ (exactly as stored: digits and steps), after checking that
+  // x̂ is x within half a step of the last digit (step = max |x| / 127 over the group).
+  if (c.digits) {
+    std::vector<float> xqf = readFloats(ctx, xqb, xq0.size());
+    const uint32_t G = c.K / 32;
+    for (uint32_t t = 0; t < c.T; ++t) {
+      const uint32_t* row = reinterpret_cast<const uint32_t*>(xqf.data()) + (size_t)t * row_words;
+      for (uint32_t g = 0; g < G; ++g) {
+        const float step = bitsFloat(row[c.digits * G * 9 + g]);
+        double amax = 0;
+        for (uint32_t k = 0; k < 32; ++k) amax = std::max(amax, (double)std::abs(x[(size_t)t * c.K + 32 * g + k]));
+        ASSERT_NEAR(step, amax / 127, 1e-6 * amax) << "t=" << t << " g=" << g;
+        for (uint32_t k = 0; k < 32; ++k) {
+          // Element k of the group: word 2m (k = 8m + 2i) or 2m + 1 (k = 8m + 2i + 1), byte i.
+          const uint32_t m = k / 8, i = (k % 8) / 2, word = 2 * m + k % 2;
+          double v = 0;
+          for (uint32_t e = 0; e < c.digits; ++e)
+            v += (double)(int8_t)(row[(e * G + g) * 8 + word] >> (8 * i)) / (e ? 254.0 : 1.0);
+          v *= step;
+          const double want = x[(size_t)t * c.K + 32 * g + k];
+          ASSERT_LE(std::abs(v - want), step * (c.digits == 2 ? 0.5 / 254 : 0.5) * (1 + 1e-5) + 1e-7)
+              << "x̂ t=" << t << " k=" << 32 * g + k;
+          x[(size_t)t * c.K + 32 * g + k] = (float)v;  // the reference below multiplies x̂
+        }
+      }
+    }
+  }
 
   int bad = 0;
   for (uint32_t t = 0; t < max_tokens; ++t) {
@@ -286,6 +321,26 @@ TEST(Gemm, LargerTilesEveryFormat) {
   }
 }
 
+// The int8 path (gemm_q8_tile.wgsl after gemv_quant.wgsl) on the q4 formats: every epilogue, bias, T around the
+// 64-token tile, N off the 64-row tile, two chunks, one and two digits, tiles of 64 and 128 tokens. The reference is in double over the GPU's
+// own x̂ (checked against x above), so the tolerance is the f32 one.
+TEST(Gemm, Int8PathMatchesTheReference) {
+  int i = 0;
+  for (WeightFormat f : {WeightFormat::kQ4F16, WeightFormat::kQ4F32}) {
+    for (Epilogue e : {Epilogue::kStore, Epilogue::kResidualAdd, Epilogue::kSwiGlu, Epilogue::kGeGlu, Epilogue::kGelu}) {
+      if (f == WeightFormat::kQ4F32 && (e == Epilogue::kGeGlu || e == Epilogue::kGelu)) continue;
+      const bool b = i % 2 == 1;
+      const uint32_t T = (uint32_t[]){1, 65, 7, 130}[i % 4];
+      const uint32_t K = (uint32_t[]){96, 64, 160}[i % 3];
+      const uint32_t N = gatedEpilogue(e) ? 2 * 37 : 72 + 8 * (i % 4);
+      const uint32_t split = !gatedEpilogue(e) && b ? 40 : 0;
+      runCase({f, e, b, T, N, K, split, {}, 1u + i % 2, i % 3 == 2 ? 128u : 64u});
+      ++i;
+    }
+  }
+  runCase({WeightFormat::kQ4F16, Epilogue::kResidualAdd, false, 200, 100, 64, 0, {}, 1, 128});  // two 128-token tiles
+}
+
 TEST(Gemm, RejectsBadShapes) {
   gpu::Context& ctx = sharedContext();
   std::vector<uint32_t> z(1024, 0);
@@ -353,6 +408,8 @@ struct BenchShape {
   uint32_t T, N, K;
   WeightFormat fmt;
   GemmTiling tiling;
+  uint32_t digits = 0;  // the int8 path (the quantizer's dispatch included in the time)
+  uint32_t q8_tile = 64;
 };
 
 void benchOne(const BenchShape& b) {
@@ -377,7 +434,9 @@ void benchOne(const BenchShape& b) {
   gpu::Buffer mb = upload(ctx, meta, 16, "meta");
   LinearWeights lw{{&wb}, {}, {b.N}, b.N, b.K, b.fmt, nullptr};
   if (sbytes) lw.s_chunks = {&sb};
-  auto op = GemmOp::create(ctx, lw, xb, *yb, mb, Epilogue::kStore, b.T, b.tiling);
+  auto xqb = ctx.createBuffer((uint64_t)b.T * quantRowWords(b.K, 2) * 4, gpu::BufferKind::kStorage, "xq");
+  ASSERT_TRUE(xqb.ok());
+  auto op = GemmOp::create(ctx, lw, xb, *yb, mb, Epilogue::kStore, b.T, b.tiling, {b.digits ? &*xqb : nullptr, b.digits, b.q8_tile});
   ASSERT_TRUE(op.ok()) << op.error().toString();
   auto timer = gpu::Timer::create(ctx);
   ASSERT_TRUE(timer.ok());
@@ -412,16 +471,20 @@ void benchOne(const BenchShape& b) {
     if (ns.ok() && *ns > 0) sec = *ns * 1e-9;
   }
   double per = sec / reps;
-  std::printf("gemm %-6s T=%-5u N=%-6u K=%-6u tile=%3ux%-3u st=%u  %9.3f ms  %9.1f GFLOP/s  (%s, %d reps)\n",
-              (const char*[]){"q4f16", "q4f32", "q0f16", "q0f32", "q3f16"}[(int)b.fmt], b.T, b.N, b.K, b.tiling.tile_t,
-              b.tiling.tile_n, b.tiling.stages, per * 1e3, op->flops(b.T) / per * 1e-9,
+  char tile[32];
+  if (b.digits) std::snprintf(tile, sizeof tile, "int8 %ud tile %u", b.digits, b.q8_tile);
+  else std::snprintf(tile, sizeof tile, "tile=%3ux%-3u st=%u", b.tiling.tile_t, b.tiling.tile_n, b.tiling.stages);
+  std::printf("gemm %-6s T=%-5u N=%-6u K=%-6u %-18s %9.3f ms  %9.1f GFLOP/s  (%s, %d reps)\n",
+              (const char*[]){"q4f16", "q4f32", "q0f16", "q0f32", "q3f16"}[(int)b.fmt], b.T, b.N, b.K, tile,
+              per * 1e3, op->flops(b.T) / per * 1e-9,
               gpu_time ? "gpu timestamps" : "wall clock", reps);
   std::fflush(stdout);
 }
 
 TEST(GemmBench, PrintsThroughput) {
   const char* mode = std::getenv("EWGPU_GEMM_BENCH");
-  if (!mode) GTEST_SKIP() << "set EWGPU_GEMM_BENCH=1 (64x1024x1024 q4) or =full (prefill shapes x tilings)";
+  if (!mode)
+    GTEST_SKIP() << "set EWGPU_GEMM_BENCH=1 (64x1024x1024 q4), =full (prefill shapes x tilings) or =int8 (f32 vs int8)";
   std::printf("adapter: %s\n", sharedContext().info().toJson().dump().c_str());
   if (std::string(mode) != "full") {
     benchOne({64, 1024, 1024, WeightFormat::kQ4F16, {64, 64, 2}});
@@ -429,6 +492,15 @@ TEST(GemmBench, PrintsThroughput) {
   }
   const GemmTiling tilings[] = {{64, 64, 2}, {64, 64, 1}, {64, 128, 2}, {128, 64, 2}, {128, 128, 2}, {128, 128, 1}};
   const uint32_t shapes[][3] = {{512, 2048, 8192}, {512, 8192, 2048}, {512, 4096, 4096}, {512, 1024, 1024}};
+  // "int8": the q4f16_1 shapes through the f32 GEMM's default tiling and the int8 path with one and two digits.
+  if (std::string(mode) == "int8") {
+    const uint32_t int8_shapes[][3] = {{512, 2048, 8192}, {512, 16384, 2048}, {512, 2048, 2048}, {512, 3072, 2048},
+                                       {2048, 16384, 2048}, {128, 16384, 2048}, {32, 16384, 2048}};
+    for (auto& sh : int8_shapes)
+      for (uint32_t v = 0; v < 5; ++v)  // f32, then int8 1 / 2 digits at 64 and 128 tokens a tile
+        benchOne({sh[0], sh[1], sh[2], WeightFormat::kQ4F16, {64, 64, 0}, (v + 1) / 2, v && v % 2 == 0 ? 128u : 64u});
+    return;
+  }
   for (auto& sh : shapes)
     for (WeightFormat f : {WeightFormat::kQ4F16, WeightFormat::kQ0F32, WeightFormat::kQ3F16})
       for (GemmTiling t : tilings) benchOne({sh[0], sh[1], sh[2], f, t});

@@ -30,14 +30,15 @@ class TransformersFixture : public ::testing::TestWithParam<std::string> {};
 // `rel_tol` × max |logit| is the tolerance. The KV cache is f32 unless `kv` says otherwise: the tolerances of the
 // f32 and int16 tests are those of an f32 cache, which is what CPU adapters use by default and GPUs do not (f16).
 void checkFixture(const std::string& name, kernels::Activations act, double rel_tol,
-                  ForwardOptions::Kv kv = ForwardOptions::Kv::kF32) {
+                  ForwardOptions::Kv kv = ForwardOptions::Kv::kF32,
+                  kernels::Activations prefill = kernels::Activations::kF32) {
   std::string dir = std::string(EWGPU_SOURCE_DIR) + "/tests/fixtures/" + name;
   std::ifstream in(dir + "/reference.json");
   if (!in) GTEST_SKIP() << "fixture absent: " << dir;
   nlohmann::json ref = nlohmann::json::parse(in);
   auto eng = testing::loadEngine(
       dir, {.max_batch = 1, .slots = 1, .context = 160, .prefill_chunk = 64, .max_steps = 1, .activations = act,
-            .kv = kv});
+            .kv = kv, .prefill_activations = prefill});
   ASSERT_TRUE(eng.fwd);
   gpu::Context& ctx = gpuContext();
   const Forward& f = *eng.fwd;
@@ -87,6 +88,7 @@ void checkFixture(const std::string& name, kernels::Activations act, double rel_
   }
   std::string x = act == kernels::Activations::kF32 ? "" : " " + std::string(kernels::activationsName(act)) + " x";
   if (kv == ForwardOptions::Kv::kF16) x += " f16 KV";
+  if (prefill != kernels::Activations::kF32) x += " " + std::string(kernels::activationsName(prefill)) + " prefill x";
   std::printf("[ fixture ] %s%s: max |Δlogit| %.3g (max |logit| %.3g, tolerance %.3g)\n", name.c_str(), x.c_str(),
               worst, ref["max_abs_logit"].get<double>(), tol);
 }
@@ -115,6 +117,20 @@ TEST_P(TransformersFixture, GpuLogitsWithF16KvCache) {
   if (gpuContext().info().cpuAdapter()) GTEST_SKIP() << "f16 KV is the GPUs' default; CPU adapters test it in attention_test";
   if (GetParam().rfind("gemma4", 0) == 0) GTEST_SKIP() << "gemma4 runs an f32 KV cache (6.2e-3 of max |logit| with f16)";
   checkFixture(GetParam(), kernels::Activations::kF32, 2e-3, ForwardOptions::Kv::kF16);
+}
+
+// The prefill GEMMs on the packed dot product (GPUs' default: x as one int8 digit per 32-element group, two for
+// gemma4), decode with f32 x and an f32 cache, so the figure is the prefill's own: the prompt's K/V, the recurrent
+// state and the last prompt token's logits all come from the int8 GEMMs. GPUs only, as the f16 KV test (forward_test
+// checks the path on CPU adapters against the CPU reference). Tolerances: int8 2e-2 of max |logit| (as the int8
+// decode GEMVs'), int16 1e-3 (as theirs).
+TEST_P(TransformersFixture, GpuLogitsWithInt8Prefill) {
+  if (gpuContext().info().cpuAdapter()) GTEST_SKIP() << "GPUs' default; CPU adapters check it in forward_test";
+  if (!gpuContext().info().packed_dot4) GTEST_SKIP() << "no WGSL packed dot product";
+  if (GetParam().find("q4f") == std::string::npos) GTEST_SKIP() << "the int8 prefill is for q4 weights";
+  if (GetParam().rfind("gemma4", 0) != 0)
+    checkFixture(GetParam(), kernels::Activations::kF32, 2e-2, ForwardOptions::Kv::kF32, kernels::Activations::kInt8);
+  checkFixture(GetParam(), kernels::Activations::kF32, 1e-3, ForwardOptions::Kv::kF32, kernels::Activations::kInt16);
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryArchitecture, TransformersFixture,

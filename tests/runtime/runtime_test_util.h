@@ -73,7 +73,10 @@ struct Engine {
   std::unique_ptr<Forward> fwd;
 };
 
+// The prefill GEMMs keep f32 x unless `fo` names another precision: the tests' tolerances against the references
+// are those of f32 x (on GPUs ForwardOptions' kAuto would quantize it; forward_test checks that path on its own).
 inline Engine loadEngine(const std::string& dir, ForwardOptions fo, uint64_t max_chunk_bytes = 256 << 10) {
+  if (fo.prefill_activations == kernels::Activations::kAuto) fo.prefill_activations = kernels::Activations::kF32;
   auto f = ModelFolder::open(dir);
   EXPECT_TRUE(f.ok()) << f.error().toString();
   Engine e{std::move(*f), nullptr, nullptr};
