@@ -730,8 +730,10 @@ Status Forward::createPrefillOps() {
     const char* e = std::getenv("EWGPU_PREFILL_Q8");
     if (e) pact = std::string(e) == "1" ? Activations::kInt8 : std::string(e) == "2" ? Activations::kInt16 : Activations::kF32;
     else if (!ctx_.info().packed_dot4 || ctx_.info().cpuAdapter()) pact = Activations::kF32;
-    // gemma4's scale-1 attention over RMS-normed q and k amplifies x̂'s error (docs/engine.md, "Numerics").
-    else pact = c.arch == Arch::kGemma4 ? Activations::kInt16 : Activations::kInt8;
+    // Two digits where one measured past 2e-2 of max |logit| against the transformers fixtures (docs/kernels.md,
+    // "Int8 prefill GEMM"): qwen3_5 (6.5e-2: the GDN recurrence carries every projection's error through the
+    // chunk) and gemma4 (scale-1 attention over RMS-normed q and k).
+    else pact = c.arch == Arch::kGemma4 || c.arch == Arch::kQwen3_5 ? Activations::kInt16 : Activations::kInt8;
   }
   pdigits_ = pact == Activations::kInt8 ? 1 : pact == Activations::kInt16 ? 2 : 0;
   const bool q4 = c.quant == Quant::kQ4F16_1 || c.quant == Quant::kQ4F32_1;

@@ -54,7 +54,7 @@ struct ForwardOptions {
   Kv kv = Kv::kAuto;
   // x precision of the q4 prefill GEMMs: kInt8 / kInt16 quantize x per 32-element group to one or two int8 digits
   // for the packed dot product (gemm_q8_tile.wgsl); kF32 keeps gemm.wgsl. kAuto: kInt8 on GPUs with WGSL's packed
-  // dot product (kInt16 for gemma4), kF32 on CPU adapters (SwiftShader emulates it); EWGPU_PREFILL_Q8=0/1/2
+  // dot product (kInt16 for qwen3_5 and gemma4), kF32 on CPU adapters (SwiftShader emulates it); EWGPU_PREFILL_Q8=0/1/2
   // (f32/int8/int16) overrides kAuto. Other weight formats always take gemm.wgsl.
   kernels::Activations prefill_activations = kernels::Activations::kAuto;
 };

@@ -486,10 +486,6 @@ TEST(GemmBench, PrintsThroughput) {
   if (!mode)
     GTEST_SKIP() << "set EWGPU_GEMM_BENCH=1 (64x1024x1024 q4), =full (prefill shapes x tilings) or =int8 (f32 vs int8)";
   std::printf("adapter: %s\n", sharedContext().info().toJson().dump().c_str());
-  if (std::string(mode) != "full") {
-    benchOne({64, 1024, 1024, WeightFormat::kQ4F16, {64, 64, 2}});
-    return;
-  }
   const GemmTiling tilings[] = {{64, 64, 2}, {64, 64, 1}, {64, 128, 2}, {128, 64, 2}, {128, 128, 2}, {128, 128, 1}};
   const uint32_t shapes[][3] = {{512, 2048, 8192}, {512, 8192, 2048}, {512, 4096, 4096}, {512, 1024, 1024}};
   // "int8": the q4f16_1 shapes through the f32 GEMM's default tiling and the int8 path with one and two digits.
@@ -499,6 +495,10 @@ TEST(GemmBench, PrintsThroughput) {
     for (auto& sh : int8_shapes)
       for (uint32_t v = 0; v < 5; ++v)  // f32, then int8 1 / 2 digits at 64 and 128 tokens a tile
         benchOne({sh[0], sh[1], sh[2], WeightFormat::kQ4F16, {64, 64, 0}, (v + 1) / 2, v && v % 2 == 0 ? 128u : 64u});
+    return;
+  }
+  if (std::string(mode) != "full") {
+    benchOne({64, 1024, 1024, WeightFormat::kQ4F16, {64, 64, 2}});
     return;
   }
   for (auto& sh : shapes)

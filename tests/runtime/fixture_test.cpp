@@ -119,18 +119,21 @@ TEST_P(TransformersFixture, GpuLogitsWithF16KvCache) {
   checkFixture(GetParam(), kernels::Activations::kF32, 2e-3, ForwardOptions::Kv::kF16);
 }
 
-// The prefill GEMMs on the packed dot product (GPUs' default: x as one int8 digit per 32-element group, two for
-// gemma4), decode with f32 x and an f32 cache, so the figure is the prefill's own: the prompt's K/V, the recurrent
-// state and the last prompt token's logits all come from the int8 GEMMs. GPUs only, as the f16 KV test (forward_test
-// checks the path on CPU adapters against the CPU reference). Tolerances: int8 2e-2 of max |logit| (as the int8
-// decode GEMVs'), int16 1e-3 (as theirs).
+// The prefill GEMMs on the packed dot product (GPUs' default: x as one int8 digit per 32-element group; two for
+// qwen3_5 and gemma4), decode with f32 x and an f32 cache, so the figure is the prefill's own: the prompt's K/V, the
+// recurrent state and the last prompt token's logits all come from the quantized GEMMs. GPUs only, as the f16 KV
+// test (forward_test checks the path on CPU adapters against the CPU reference). Tolerances: int8 2e-2 of max
+// |logit| (as the int8 decode GEMVs'; H200: 6.2e-4 gemma .. 1.6e-2 gemma2), int16 2e-3 (H200: ≤ 1.6e-4, gemma4
+// 9.7e-4). qwen3_5 measured 6.5e-2 with one digit (the GDN recurrence carries the projections' error through the
+// prompt) and gemma4's attention is known to amplify it: both default to two digits, the only setting held here.
 TEST_P(TransformersFixture, GpuLogitsWithInt8Prefill) {
   if (gpuContext().info().cpuAdapter()) GTEST_SKIP() << "GPUs' default; CPU adapters check it in forward_test";
   if (!gpuContext().info().packed_dot4) GTEST_SKIP() << "no WGSL packed dot product";
   if (GetParam().find("q4f") == std::string::npos) GTEST_SKIP() << "the int8 prefill is for q4 weights";
-  if (GetParam().rfind("gemma4", 0) != 0)
+  const bool two_digits = GetParam().rfind("gemma4", 0) == 0 || GetParam().rfind("qwen3_5", 0) == 0;
+  if (!two_digits)
     checkFixture(GetParam(), kernels::Activations::kF32, 2e-2, ForwardOptions::Kv::kF32, kernels::Activations::kInt8);
-  checkFixture(GetParam(), kernels::Activations::kF32, 1e-3, ForwardOptions::Kv::kF32, kernels::Activations::kInt16);
+  checkFixture(GetParam(), kernels::Activations::kF32, 2e-3, ForwardOptions::Kv::kF32, kernels::Activations::kInt16);
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryArchitecture, TransformersFixture,
