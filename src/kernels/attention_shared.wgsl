@@ -1,26 +1,8 @@
 // Snippet (//#include attention_shared): what the decode attention kernels (attention.wgsl, attention_gqa.wgsl)
-// share. The KV cache bindings 2 and 3 with their loads and store (f32, or f16 pairs with the KV16 define), the
-// reduction and head-preparation scratch, the two-barrier workgroup reductions and prepHead. Uses the including
-// kernel's D, WG, RS, QK_NORM, EPS overrides, its qkv and norms bindings, and qk_rope's ropeRotate / partnerOf.
-//#if KV16
-@group(0) @binding(2) var<storage, read_write> kc: array<vec2<u32>>; // [slots, HKV, CTX, D] or pages (kv_page)
-@group(0) @binding(3) var<storage, read_write> vc: array<vec2<u32>>;
-fn kload(i: u32) -> vec4<f32> { let w = kc[i]; return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)); }
-fn vload(i: u32) -> vec4<f32> { let w = vc[i]; return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)); }
-fn kvstore(i: u32, k: vec4<f32>, v: vec4<f32>) {
-  kc[i] = vec2<u32>(pack2x16float(k.xy), pack2x16float(k.zw));
-  vc[i] = vec2<u32>(pack2x16float(v.xy), pack2x16float(v.zw));
-}
-//#else
-@group(0) @binding(2) var<storage, read_write> kc: array<vec4<f32>>; // [slots, HKV, CTX, D] or pages (kv_page)
-@group(0) @binding(3) var<storage, read_write> vc: array<vec4<f32>>;
-fn kload(i: u32) -> vec4<f32> { return kc[i]; }
-fn vload(i: u32) -> vec4<f32> { return vc[i]; }
-fn kvstore(i: u32, k: vec4<f32>, v: vec4<f32>) {
-  kc[i] = k;
-  vc[i] = v;
-}
-//#endif
+// share. The KV cache (kv_cache.wgsl: bindings 2 and 3, their loads and store), the reduction and head-preparation
+// scratch, the two-barrier workgroup reductions and prepHead. Uses the including kernel's D, WG, RS, QK_NORM, EPS
+// overrides, its qkv and norms bindings, and qk_rope's ropeRotate / partnerOf.
+//#include kv_cache
 
 var<workgroup> red: array<f32, WG>;
 var<workgroup> red2: array<f32, RS>;

@@ -76,6 +76,16 @@ uint64_t snapshotBytes(const ModelConfig& c) {
   return b;
 }
 
+// Prefill attention in tiles on GPUs (attention_prefill.wgsl); EWGPU_ATTN_PREFILL=0 off. Tokens per workgroup:
+// EWGPU_ATTN_BQ, else 32.
+bool attnPrefillTiled() {
+  const char* e = std::getenv("EWGPU_ATTN_PREFILL");
+  return !e || std::string(e) != "0";
+}
+uint32_t attnPrefillBq() {
+  const char* e = std::getenv("EWGPU_ATTN_BQ");
+  return e ? (uint32_t)std::strtoul(e, nullptr, 10) : 32;
+}
 // Decode attention shared by a KV group on GPUs (attention_gqa.wgsl); EWGPU_ATTN_GQA=1 on, 0 off.
 bool attnGqa() {
   const char* e = std::getenv("EWGPU_ATTN_GQA");
@@ -570,6 +580,32 @@ Status Forward::createDecodeOps() {
           ak["QN"] = G * dv;
           ak["PN"] = G * wg;
         }
+        // The prefill pass on GPUs, heads up to 128: attention_prefill.wgsl, tiles of the KV group's keys shared by
+        // a block of BQ tokens × its G query heads (EWGPU_ATTN_PREFILL=0: attention.wgsl's walk per token and head;
+        // EWGPU_ATTN_BQ overrides BQ).
+        const bool tiled = pass == 1 && !cpu_attn && attnPrefillTiled() && D <= 128 && c.n_heads % HKV == 0 &&
+                           G >= 1 && G <= 256;
+        if (tiled) {
+          const uint32_t bq = std::clamp<uint32_t>(attnPrefillBq(), 1, std::max<uint32_t>(1, 256 / G));
+          gpu::Constants tk{{"D", D}, {"HQ", c.n_heads}, {"HKV", HKV}, {"CTX", ctx_len_}, {"GATED", gated ? 1 : 0},
+                            {"PAGED", 1}, {"PAGE", kPageTokens}, {"MAXP", pps_}, {"PT", kRowWords},
+                            {"WINDOW", c.windowOf(l)}, {"SCALE", c.attnScale()}, {"BQ", bq},
+                            {"BK", std::min<uint32_t>(32, 2048 / D)}};
+          if (c.attn_softcap > 0) tk["SOFTCAP"] = c.attn_softcap;
+          if (c.rope_scaling && c.rope_scaling->llama4_beta > 0) {
+            tk["Q_BETA"] = c.rope_scaling->llama4_beta;
+            tk["Q_ORIG"] = c.rope_scaling->original_max_position_embeddings;
+          }
+          auto k3 = ctx_.kernel("attention_prefill", tk, kvdef);
+          if (!k3) return std::move(k3).error();
+          auto bg3 = ctx_.bindGroup(**k3, {{&pq_}, {&prows_}, {&kc_[src]}, {&vc_[src]}, {&pqkv}, {&pmix_}, {&pmeta_}});
+          if (!bg3) return std::move(bg3).error();
+          a.pattn = *k3;
+          a.pattn_bg = std::move(*bg3);
+          a.pattn_gx = HKV;
+          a.pattn_bq = bq;
+          continue;
+        }
         const uint32_t gx = cpu_attn ? (c.n_heads + kernels::kAttentionCpuHeads - 1) / kernels::kAttentionCpuHeads
                             : gqa    ? HKV
                                      : c.n_heads;
@@ -932,7 +968,7 @@ void Forward::recordPrefillChunk(gpu::Recorder& rec, uint32_t tokens, bool last,
       a.pqkv.record(rec, tokens);
       if (a.qkvn) rec.dispatch(*a.qkvn->kernel, a.qkvn->pbg, tokens, 3);
       rec.dispatch(*a.pprep, a.pprep_bg, a.pprep_gx, tokens);
-      rec.dispatch(*a.pattn, a.pattn_bg, a.pattn_gx, tokens, a.pattn_gz);
+      rec.dispatch(*a.pattn, a.pattn_bg, a.pattn_gx, (tokens + a.pattn_bq - 1) / a.pattn_bq, a.pattn_gz);
       a.po.record(rec, tokens);
       if (L.pn_attn_out) L.pn_attn_out->record(rec, tokens);
     } else {

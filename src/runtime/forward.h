@@ -148,6 +148,7 @@ class Forward {
     const gpu::Kernel *pprep = nullptr, *pattn = nullptr;
     gpu::BindGroup pprep_bg, pattn_bg;
     uint32_t pattn_gx = 0, pattn_gz = 1;  // prefill grid x and z: HQ and 1, or ceil(HQ / 4) and 2 (attention_cpu)
+    uint32_t pattn_bq = 1;  // tokens per workgroup along y (attention_prefill.wgsl: BQ, with x = the KV heads)
     uint32_t pprep_gx = 0;  // qk_prepare's heads: HQ + HKV, or HQ on a KV-shared layer (gemma4: q only)
     bool pnorm_used = true;  // false: no input norm (olmo2), or the parallel block's norm op runs instead
     std::optional<QkvNormOps> qkvn;

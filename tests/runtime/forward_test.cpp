@@ -185,6 +185,29 @@ TEST_P(ForwardVsReference, Int8PrefillCloseToReference) {
                   p.arch == Arch::kGemma4 ? 1e-3 : kInt16LogitTol, kernels::Activations::kInt16, f32kv);
 }
 
+// The GPUs' attention kernels on a CPU adapter (EWGPU_ATTN_CPU=0), whose prefill pass is attention_prefill.wgsl's
+// tiles for heads up to 128: two chunks (32 + 13 tokens: a second chunk starting at position 32, keys in two
+// tiles), logits at the f32 tolerance. On CPU adapters the variants that change its masks and scores: llama, mistral
+// (sliding window), qwen3_5 (output gate), gemma2 (soft-cap, per-layer windows), ministral3 (query scale by
+// position); GPUs (where it is the default) run every case.
+TEST_P(ForwardVsReference, TiledPrefillAttentionMatchesReference) {
+  const Param p = GetParam();
+  if (gpuContext().info().cpuAdapter()) {
+    const bool sample = p.quant == Quant::kQ4F16_1 && (p.arch == Arch::kLlama || p.arch == Arch::kMistral ||
+                                                        p.arch == Arch::kQwen3_5 || p.arch == Arch::kGemma2 ||
+                                                        p.arch == Arch::kMinistral3);
+    if (!sample) GTEST_SKIP() << "CPU adapters check five architectures' q4f16_1 (compile time)";
+  }
+  setenv("EWGPU_ATTN_CPU", "0", 1);
+  checkLogitsIn(testing::tinyFolder(p.arch, p.quant), kernels::Activations::kF32, kLogitTol,
+                kernels::Activations::kAuto, ForwardOptions::Kv::kF32);
+  setenv("EWGPU_ATTN_PREFILL", "0", 1);  // the same folder through attention.wgsl's prefill walk, for the record
+  checkLogitsIn(testing::tinyFolder(p.arch, p.quant), kernels::Activations::kF32, kLogitTol,
+                kernels::Activations::kAuto, ForwardOptions::Kv::kF32);
+  unsetenv("EWGPU_ATTN_PREFILL");
+  unsetenv("EWGPU_ATTN_CPU");
+}
+
 // gemma4 at E2B's head dims (256 sliding, 512 full: the HEAD512 kernels) on the tiny model's other dims, through
 // attention_cpu.wgsl (the CPU adapters' attention) and attention.wgsl (the GPUs'; EWGPU_ATTN_CPU=0); and the tiny
 // model (head dims 16 / 32) through attention.wgsl too: its v norm and KV-shared layers there.

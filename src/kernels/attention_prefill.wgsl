@@ -1,0 +1,121 @@
+// Prefill attention on GPUs in tiles (flash-attention style: no score matrix in memory). One workgroup per (KV head
+// g, block of BQ consecutive tokens of the chunk) with one thread per (query head of the group, token): G · BQ
+// threads. The workgroup walks the keys its tokens need, [first position of its first token, last token's position],
+// in tiles of BK positions: each tile's K and V rows are read from the cache once (f32 or the f16 pairs of KV16) into
+// workgroup memory, then every thread scores the tile's BK keys against its query (held in registers), takes the
+// tile's max, rescales its running sum and output (online softmax) and accumulates p · v. The G query heads of the
+// KV group share each tile, so the cache is read once per block of tokens instead of once per token and query head
+// (attention.wgsl's PREFILL walk).
+// Masks: a key counts for a token when it is at or before the token's position and, with WINDOW, within the window;
+// keys past the tile's end (the last tile) and tokens past T = meta[0] contribute nothing.
+// The same inputs as attention.wgsl's PREFILL pass: q [tokens, HQ, D] from qk_prepare.wgsl (rotated, normed), the
+// slot and first position in rows[0..1], the page tables after them (kv_page), Qwen3.5's output gate (GATED),
+// gemma2's score soft-cap (SOFTCAP), ministral3's query scale (Q_BETA), and out [tokens, HQ, D]. D ≤ 128 (the query
+// and the output row stay in registers); larger heads keep attention.wgsl.
+override D: u32 = 64u;
+override HQ: u32 = 1u;
+override HKV: u32 = 1u;
+override CTX: u32 = 1u;
+override WINDOW: u32 = 0u;
+override GATED: bool = false;
+override SCALE: f32 = 0.125;
+override Q_BETA: f32 = 0.0;
+override Q_ORIG: u32 = 1u;
+override SOFTCAP: f32 = 0.0;
+override BQ: u32 = 32u;          // tokens per workgroup
+override BK: u32 = 32u;          // positions per K/V tile (≤ 32)
+override G: u32 = HQ / HKV;      // query heads per KV head
+override WG: u32 = G * BQ;       // threads (the host keeps it ≤ 256)
+override DV: u32 = D / 4u;
+override TILE: u32 = BK * DV;    // vec4 per K (and V) tile
+
+@group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;  // [tokens, HQ, D]
+@group(0) @binding(1) var<storage, read> rows: array<u32>;     // the prefill row (slot, pos), then the page tables
+// bindings 2, 3: the KV cache (kv_cache.wgsl)
+@group(0) @binding(4) var<storage, read> qkv: array<f32>;      // projection output (GATED: the gate rows)
+@group(0) @binding(5) var<storage, read_write> out: array<vec4<f32>>;  // [tokens, HQ, D]
+@group(0) @binding(6) var<storage, read> meta_b: array<u32>;   // [0]: T
+
+var<workgroup> ks: array<vec4<f32>, TILE>;
+var<workgroup> vs: array<vec4<f32>, TILE>;
+
+//#include activation
+//#include kv_cache
+//#include attention_gate
+//#include kv_page
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+  let g = wid.x;
+  let T = meta_b[0];
+  let t0 = wid.y * BQ;
+  if (t0 >= T) { return; }  // uniform: the whole workgroup has the same block
+  let qi = lid % BQ;
+  let h = g * G + lid / BQ;
+  let t = t0 + qi;
+  let valid = t < T;
+  let slot = rows[0];
+  let pos0 = rows[1];
+  let raw = pos0 + t;
+  let pos = min(raw, CTX - 1u);
+  let qscale = SCALE * queryScale(raw, Q_BETA, Q_ORIG);
+  var qv: array<vec4<f32>, 32>;
+  var acc: array<vec4<f32>, 32>;
+  for (var c = 0u; c < DV; c++) {
+    qv[c] = select(vec4<f32>(0.0), q[(t * HQ + h) * DV + c] * qscale, valid);
+    acc[c] = vec4<f32>(0.0);
+  }
+  // The positions the block needs: from its first token's window start to its last token's position.
+  let tl = min(t0 + BQ, T) - 1u;
+  let hi = min(pos0 + tl, CTX - 1u);
+  var lo = 0u;
+  let p0 = min(pos0 + t0, CTX - 1u);
+  if (WINDOW > 0u && p0 + 1u > WINDOW) { lo = p0 + 1u - WINDOW; }
+  var first = 0u;
+  if (WINDOW > 0u && pos + 1u > WINDOW) { first = pos + 1u - WINDOW; }
+  var m = -3.0e38;
+  var l = 0.0;
+  for (var kb = lo; kb <= hi; kb += BK) {
+    for (var e = lid; e < TILE; e += WG) {
+      let p = kb + e / DV;
+      var kv = vec4<f32>(0.0);
+      var vv = vec4<f32>(0.0);
+      if (p <= hi) {
+        let at = kvRow(slot, g, p) * DV + e % DV;
+        kv = kload(at);
+        vv = vload(at);
+      }
+      ks[e] = kv;
+      vs[e] = vv;
+    }
+    workgroupBarrier();
+    var s: array<f32, 32>;
+    var mt = m;
+    for (var j = 0u; j < BK; j++) {
+      let p = kb + j;
+      var d4 = vec4<f32>(0.0);
+      for (var c = 0u; c < DV; c++) { d4 += qv[c] * ks[j * DV + c]; }
+      s[j] = softcap(d4.x + d4.y + d4.z + d4.w, SOFTCAP);
+      if (valid && p <= pos && p >= first) { mt = max(mt, s[j]); }
+    }
+    let corr = exp(m - mt);
+    l *= corr;
+    for (var c = 0u; c < DV; c++) { acc[c] *= corr; }
+    for (var j = 0u; j < BK; j++) {
+      let p = kb + j;
+      if (valid && p <= pos && p >= first) {
+        let e = exp(s[j] - mt);
+        l += e;
+        for (var c = 0u; c < DV; c++) { acc[c] += e * vs[j * DV + c]; }
+      }
+    }
+    m = mt;
+    workgroupBarrier();
+  }
+  if (!valid) { return; }
+  for (var c = 0u; c < DV; c++) {
+    var o = acc[c] / l;
+    if (GATED) { o = applyGate(o, t, h, c); }
+    out[(t * HQ + h) * DV + c] = o;
+  }
+}
