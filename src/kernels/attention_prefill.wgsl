@@ -1,6 +1,7 @@
 // Prefill attention on GPUs in tiles (flash-attention style: no score matrix in memory). One workgroup per (KV head
-// g, block of BQ consecutive tokens of the chunk) with one thread per (query head of the group, token): G · BQ
-// threads. The workgroup walks the keys its tokens need, [first position of its first token, last token's position],
+// g, block of BQ consecutive tokens of the chunk) with LANES threads per (query head of the group, token): G · BQ ·
+// LANES threads. With heads over 64 two lanes split the head's dims (the query and output row of 128 would not fit
+// one thread's registers) and add their partial scores through workgroup memory. The workgroup walks the keys its tokens need, [first position of its first token, last token's position],
 // in tiles of BK positions: each tile's K and V rows are read from the cache once (f32 or the f16 pairs of KV16) into
 // workgroup memory, then every thread scores the tile's BK keys against its query (held in registers), takes the
 // tile's max, rescales its running sum and output (online softmax) and accumulates p · v. The G query heads of the
@@ -10,8 +11,8 @@
 // keys past the tile's end (the last tile) and tokens past T = meta[0] contribute nothing.
 // The same inputs as attention.wgsl's PREFILL pass: q [tokens, HQ, D] from qk_prepare.wgsl (rotated, normed), the
 // slot and first position in rows[0..1], the page tables after them (kv_page), Qwen3.5's output gate (GATED),
-// gemma2's score soft-cap (SOFTCAP), ministral3's query scale (Q_BETA), and out [tokens, HQ, D]. D ≤ 128 (the query
-// and the output row stay in registers); larger heads keep attention.wgsl.
+// gemma2's score soft-cap (SOFTCAP), ministral3's query scale (Q_BETA), and out [tokens, HQ, D]. D ≤ 128 (a lane's
+// part of the query and the output row stay in registers); larger heads keep attention.wgsl.
 override D: u32 = 64u;
 override HQ: u32 = 1u;
 override HKV: u32 = 1u;
@@ -22,12 +23,15 @@ override SCALE: f32 = 0.125;
 override Q_BETA: f32 = 0.0;
 override Q_ORIG: u32 = 1u;
 override SOFTCAP: f32 = 0.0;
-override BQ: u32 = 32u;          // tokens per workgroup
+override BQ: u32 = 64u;          // tokens per workgroup
 override BK: u32 = 32u;          // positions per K/V tile (≤ 32)
 override G: u32 = HQ / HKV;      // query heads per KV head
-override WG: u32 = G * BQ;       // threads (the host keeps it ≤ 256)
+override LANES: u32 = select(1u, 2u, D > 64u);  // threads per (query head, token)
+override WG: u32 = G * BQ * LANES;  // threads (the host keeps it ≤ 256)
 override DV: u32 = D / 4u;
+override DVL: u32 = DV / LANES;  // vec4 of the head per lane (≤ 16)
 override TILE: u32 = BK * DV;    // vec4 per K (and V) tile
+override SP: u32 = select(1u, WG * BK, LANES == 2u);
 
 @group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;  // [tokens, HQ, D]
 @group(0) @binding(1) var<storage, read> rows: array<u32>;     // the prefill row (slot, pos), then the page tables
@@ -38,6 +42,7 @@ override TILE: u32 = BK * DV;    // vec4 per K (and V) tile
 
 var<workgroup> ks: array<vec4<f32>, TILE>;
 var<workgroup> vs: array<vec4<f32>, TILE>;
+var<workgroup> sp: array<f32, SP>;  // LANES 2: each thread's partial scores of the tile [thread][BK]
 
 //#include activation
 //#include kv_cache
@@ -50,8 +55,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   let T = meta_b[0];
   let t0 = wid.y * BQ;
   if (t0 >= T) { return; }  // uniform: the whole workgroup has the same block
-  let qi = lid % BQ;
-  let h = g * G + lid / BQ;
+  let lane = lid % LANES;
+  let qi = (lid / LANES) % BQ;
+  let h = g * G + lid / LANES / BQ;
+  let c0 = lane * DVL;  // this lane's first vec4 of the head
   let t = t0 + qi;
   let valid = t < T;
   let slot = rows[0];
@@ -59,10 +66,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   let raw = pos0 + t;
   let pos = min(raw, CTX - 1u);
   let qscale = SCALE * queryScale(raw, Q_BETA, Q_ORIG);
-  var qv: array<vec4<f32>, 32>;
-  var acc: array<vec4<f32>, 32>;
-  for (var c = 0u; c < DV; c++) {
-    qv[c] = select(vec4<f32>(0.0), q[(t * HQ + h) * DV + c] * qscale, valid);
+  var qv: array<vec4<f32>, 16>;
+  var acc: array<vec4<f32>, 16>;
+  for (var c = 0u; c < DVL; c++) {
+    qv[c] = select(vec4<f32>(0.0), q[(t * HQ + h) * DV + c0 + c] * qscale, valid);
     acc[c] = vec4<f32>(0.0);
   }
   // The positions the block needs: from its first token's window start to its last token's position.
@@ -90,32 +97,38 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     workgroupBarrier();
     var s: array<f32, 32>;
+    for (var j = 0u; j < BK; j++) {
+      var d4 = vec4<f32>(0.0);
+      for (var c = 0u; c < DVL; c++) { d4 += qv[c] * ks[j * DV + c0 + c]; }
+      s[j] = d4.x + d4.y + d4.z + d4.w;
+      if (LANES == 2u) { sp[lid * BK + j] = s[j]; }
+    }
+    if (LANES == 2u) { workgroupBarrier(); }
     var mt = m;
     for (var j = 0u; j < BK; j++) {
       let p = kb + j;
-      var d4 = vec4<f32>(0.0);
-      for (var c = 0u; c < DV; c++) { d4 += qv[c] * ks[j * DV + c]; }
-      s[j] = softcap(d4.x + d4.y + d4.z + d4.w, SOFTCAP);
+      if (LANES == 2u) { s[j] += sp[(lid ^ 1u) * BK + j]; }
+      s[j] = softcap(s[j], SOFTCAP);
       if (valid && p <= pos && p >= first) { mt = max(mt, s[j]); }
     }
     let corr = exp(m - mt);
     l *= corr;
-    for (var c = 0u; c < DV; c++) { acc[c] *= corr; }
+    for (var c = 0u; c < DVL; c++) { acc[c] *= corr; }
     for (var j = 0u; j < BK; j++) {
       let p = kb + j;
       if (valid && p <= pos && p >= first) {
         let e = exp(s[j] - mt);
         l += e;
-        for (var c = 0u; c < DV; c++) { acc[c] += e * vs[j * DV + c]; }
+        for (var c = 0u; c < DVL; c++) { acc[c] += e * vs[j * DV + c0 + c]; }
       }
     }
     m = mt;
     workgroupBarrier();
   }
   if (!valid) { return; }
-  for (var c = 0u; c < DV; c++) {
+  for (var c = 0u; c < DVL; c++) {
     var o = acc[c] / l;
-    if (GATED) { o = applyGate(o, t, h, c); }
-    out[(t * HQ + h) * DV + c] = o;
+    if (GATED) { o = applyGate(o, t, h, c0 + c); }
+    out[(t * HQ + h) * DV + c0 + c] = o;
   }
 }

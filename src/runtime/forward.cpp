@@ -77,14 +77,15 @@ uint64_t snapshotBytes(const ModelConfig& c) {
 }
 
 // Prefill attention in tiles on GPUs (attention_prefill.wgsl); EWGPU_ATTN_PREFILL=0 off. Tokens per workgroup:
-// EWGPU_ATTN_BQ, else 32.
+// EWGPU_ATTN_BQ, else 64 (H200, 4096-token prompts: Llama-3.2-1B 19.5k tok/s with 64, 18.7k with 32, 15.8k with 16;
+// Qwen3-0.6B 11.3k / 10.4k / 6.1k; docs/measurements/h200-run23).
 bool attnPrefillTiled() {
   const char* e = std::getenv("EWGPU_ATTN_PREFILL");
   return !e || std::string(e) != "0";
 }
 uint32_t attnPrefillBq() {
   const char* e = std::getenv("EWGPU_ATTN_BQ");
-  return e ? (uint32_t)std::strtoul(e, nullptr, 10) : 32;
+  return e ? (uint32_t)std::strtoul(e, nullptr, 10) : 64;
 }
 // Decode attention shared by a KV group on GPUs (attention_gqa.wgsl); EWGPU_ATTN_GQA=1 on, 0 off.
 bool attnGqa() {
@@ -583,10 +584,12 @@ Status Forward::createDecodeOps() {
         // The prefill pass on GPUs, heads up to 128: attention_prefill.wgsl, tiles of the KV group's keys shared by
         // a block of BQ tokens × its G query heads (EWGPU_ATTN_PREFILL=0: attention.wgsl's walk per token and head;
         // EWGPU_ATTN_BQ overrides BQ).
-        const bool tiled = pass == 1 && !cpu_attn && attnPrefillTiled() && D <= 128 && c.n_heads % HKV == 0 &&
-                           G >= 1 && G <= 256;
+        const bool tiled = pass == 1 && !cpu_attn && attnPrefillTiled() && (D <= 64 || (D <= 128 && D % 8 == 0)) &&
+                           c.n_heads % HKV == 0 &&
+                           G >= 1 && G <= 128;
         if (tiled) {
-          const uint32_t bq = std::clamp<uint32_t>(attnPrefillBq(), 1, std::max<uint32_t>(1, 256 / G));
+          const uint32_t lanes = D > 64 ? 2 : 1;  // the kernel's LANES
+          const uint32_t bq = std::clamp<uint32_t>(attnPrefillBq(), 1, std::max<uint32_t>(1, 256 / (G * lanes)));
           gpu::Constants tk{{"D", D}, {"HQ", c.n_heads}, {"HKV", HKV}, {"CTX", ctx_len_}, {"GATED", gated ? 1 : 0},
                             {"PAGED", 1}, {"PAGE", kPageTokens}, {"MAXP", pps_}, {"PT", kRowWords},
                             {"WINDOW", c.windowOf(l)}, {"SCALE", c.attnScale()}, {"BQ", bq},

@@ -208,6 +208,27 @@ TEST_P(ForwardVsReference, TiledPrefillAttentionMatchesReference) {
   unsetenv("EWGPU_ATTN_CPU");
 }
 
+// attention_prefill.wgsl with heads of 128 (Qwen3's; two lanes per query head and token) on a CPU adapter: a tiny
+// qwen3 folder with head_dim 128 and two query heads per KV head.
+TEST(TiledPrefillAttention, HeadDim128MatchesReference) {
+  const std::string dir = ::testing::TempDir() + "/ewgpu-tiny-qwen3-d128";
+  if (!std::filesystem::exists(dir + "/mlc-chat-config.json")) {
+    TinyModelSpec spec;
+    spec.arch = Arch::kQwen3;
+    spec.quant = Quant::kQ4F16_1;
+    spec.seed = 13;
+    spec.n_heads = 4;
+    spec.n_kv_heads = 2;
+    spec.head_dim = 128;
+    spec.tokenizer_path = testing::tokenizerPath();
+    Status s = writeTinyModel(spec, dir);
+    ASSERT_TRUE(s.ok()) << s.error().toString();
+  }
+  setenv("EWGPU_ATTN_CPU", "0", 1);
+  checkLogitsIn(dir, kernels::Activations::kF32, kLogitTol, kernels::Activations::kAuto, ForwardOptions::Kv::kF32);
+  unsetenv("EWGPU_ATTN_CPU");
+}
+
 // gemma4 at E2B's head dims (256 sliding, 512 full: the HEAD512 kernels) on the tiny model's other dims, through
 // attention_cpu.wgsl (the CPU adapters' attention) and attention.wgsl (the GPUs'; EWGPU_ATTN_CPU=0); and the tiny
 // model (head dims 16 / 32) through attention.wgsl too: its v norm and KV-shared layers there.
