@@ -77,15 +77,16 @@ uint64_t snapshotBytes(const ModelConfig& c) {
 }
 
 // Prefill attention in tiles on GPUs (attention_prefill.wgsl); EWGPU_ATTN_PREFILL=0 off. Tokens per workgroup:
-// EWGPU_ATTN_BQ, else 64 (H200, 4096-token prompts: Llama-3.2-1B 19.5k tok/s with 64, 18.7k with 32, 15.8k with 16;
-// Qwen3-0.6B 11.3k / 10.4k / 6.1k; docs/measurements/h200-run23).
+// EWGPU_ATTN_BQ, else 64 with one lane per query head and token, 32 with two (heads over 64). H200, 512 / 4096-token
+// prompts (docs/measurements/h200-run23): Llama-3.2-1B (one lane) 21.9-22.1k / 19.5k tok/s with 64, 22.5k / 18.7k
+// with 32; Qwen3-0.6B (two lanes) 22.1-22.6k / 14.3k with 64, 26.5k / 15.4k with 32.
 bool attnPrefillTiled() {
   const char* e = std::getenv("EWGPU_ATTN_PREFILL");
   return !e || std::string(e) != "0";
 }
-uint32_t attnPrefillBq() {
+uint32_t attnPrefillBq(uint32_t lanes) {
   const char* e = std::getenv("EWGPU_ATTN_BQ");
-  return e ? (uint32_t)std::strtoul(e, nullptr, 10) : 64;
+  return e ? (uint32_t)std::strtoul(e, nullptr, 10) : lanes == 2 ? 32 : 64;
 }
 // Decode attention shared by a KV group on GPUs (attention_gqa.wgsl); EWGPU_ATTN_GQA=1 on, 0 off.
 bool attnGqa() {
@@ -589,7 +590,7 @@ Status Forward::createDecodeOps() {
                            G >= 1 && G <= 128;
         if (tiled) {
           const uint32_t lanes = D > 64 ? 2 : 1;  // the kernel's LANES
-          const uint32_t bq = std::clamp<uint32_t>(attnPrefillBq(), 1, std::max<uint32_t>(1, 256 / (G * lanes)));
+          const uint32_t bq = std::clamp<uint32_t>(attnPrefillBq(lanes), 1, std::max<uint32_t>(1, 256 / (G * lanes)));
           gpu::Constants tk{{"D", D}, {"HQ", c.n_heads}, {"HKV", HKV}, {"CTX", ctx_len_}, {"GATED", gated ? 1 : 0},
                             {"PAGED", 1}, {"PAGE", kPageTokens}, {"MAXP", pps_}, {"PT", kRowWords},
                             {"WINDOW", c.windowOf(l)}, {"SCALE", c.attnScale()}, {"BQ", bq},
