@@ -2,6 +2,8 @@
 // pipeline specialisation, bind groups built once, dispatch grids.
 #include "kernels/gdn.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <string>
 
 namespace ewgpu::kernels {
@@ -137,7 +139,10 @@ Result<GdnPrefillOp> GdnPrefillOp::create(gpu::Context& ctx, const GdnDims& dims
                                   "gdn_chunk_scratch");
   if (!scratch) return std::move(scratch).error();
   op.scratch_ = std::move(*scratch);
-  op.state_cols_ = dims.vd < kStateCols ? dims.vd : kStateCols;
+  // EWGPU_GDN_NB: state columns per MODE 1 workgroup (A/B; the default kStateCols).
+  uint32_t cols = kStateCols;
+  if (const char* e = std::getenv("EWGPU_GDN_NB")) cols = std::clamp<uint32_t>((uint32_t)std::strtoul(e, nullptr, 10), 1, 32);
+  op.state_cols_ = dims.vd < cols ? dims.vd : cols;
   const uint32_t wg[3] = {kSolveWg, op.state_cols_ * kStateRowGroups, dims.vd};
   for (uint32_t mode = 0; mode < 3; ++mode) {
     c["MODE"] = mode;

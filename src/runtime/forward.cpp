@@ -88,6 +88,16 @@ uint32_t attnPrefillBq(uint32_t lanes) {
   const char* e = std::getenv("EWGPU_ATTN_BQ");
   return e ? (uint32_t)std::strtoul(e, nullptr, 10) : lanes == 2 ? 32 : 64;
 }
+// Qwen3.5's GDN prefill: the token-by-token recurrence (gdn_recurrent.wgsl PREFILL) on GPUs, the chunked form on CPU
+// adapters; EWGPU_GDN_PREFILL=sequential|chunked overrides. H200, one layer at the 2B's dims (gdn_bench,
+// docs/measurements/h200-run23): 0.18 / 1.40 / 3.20 ms for 64 / 512 / 1024 tokens sequential, 0.73 / 2.39 / 4.63
+// chunked (the recurrence holds its state in registers since h200-run5, when it took 13 ms for 512).
+kernels::GdnPrefillAlgo gdnPrefillAlgo(const DeviceInfo& d) {
+  const char* e = std::getenv("EWGPU_GDN_PREFILL");
+  if (e && std::string(e) == "sequential") return kernels::GdnPrefillAlgo::kSequential;
+  if (e && std::string(e) == "chunked") return kernels::GdnPrefillAlgo::kChunked;
+  return d.cpuAdapter() ? kernels::GdnPrefillAlgo::kChunked : kernels::GdnPrefillAlgo::kSequential;
+}
 // Decode attention shared by a KV group on GPUs (attention_gqa.wgsl); EWGPU_ATTN_GQA=1 on, 0 off.
 bool attnGqa() {
   const char* e = std::getenv("EWGPU_ATTN_GQA");
@@ -816,7 +826,8 @@ Status Forward::createPrefillOps() {
                                                        {{&pproj_}, {&L.conv_w}, {&L.a_log}, {&L.dt_bias}, {&pmeta_},
                                                         {&conv_state_[l]}, {&pprep_}}));
       EWGPU_ASSIGN(g.pmix, kernels::GdnPrefillOp::create(ctx_, gd, T, {{&pprep_}, {&pproj_}, {&L.gdn_norm}, {&pmeta_},
-                                                                       {&state_[l]}, {&pmix_}}));
+                                                                       {&state_[l]}, {&pmix_}},
+                                                         gdnPrefillAlgo(ctx_.info())));
       EWGPU_ASSIGN(g.pout, gemm(L.out_proj.view(), pmix_, phidden_, Epilogue::kResidualAdd));
     }
     // The MLP's input: pnormed_ from ppost (sequential), phidden_ (olmo2), or a parallel block's norm of the

@@ -229,6 +229,18 @@ TEST(TiledPrefillAttention, HeadDim128MatchesReference) {
   unsetenv("EWGPU_ATTN_CPU");
 }
 
+// Qwen3.5's GDN prefill in both forms through the whole forward: the chunked one (CPU adapters' default) and the
+// token-by-token recurrence (GPUs' default), two chunks each, logits at the f32 tolerance.
+TEST(GdnPrefill, BothFormsMatchReference) {
+  for (const char* form : {"chunked", "sequential"}) {
+    SCOPED_TRACE(form);
+    setenv("EWGPU_GDN_PREFILL", form, 1);
+    checkLogitsIn(testing::tinyFolder(Arch::kQwen3_5, Quant::kQ4F16_1), kernels::Activations::kF32, kLogitTol,
+                  kernels::Activations::kAuto, ForwardOptions::Kv::kF32);
+  }
+  unsetenv("EWGPU_GDN_PREFILL");
+}
+
 // gemma4 at E2B's head dims (256 sliding, 512 full: the HEAD512 kernels) on the tiny model's other dims, through
 // attention_cpu.wgsl (the CPU adapters' attention) and attention.wgsl (the GPUs'; EWGPU_ATTN_CPU=0); and the tiny
 // model (head dims 16 / 32) through attention.wgsl too: its v norm and KV-shared layers there.
