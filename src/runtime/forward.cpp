@@ -88,6 +88,14 @@ uint32_t attnPrefillBq(uint32_t lanes) {
   const char* e = std::getenv("EWGPU_ATTN_BQ");
   return e ? (uint32_t)std::strtoul(e, nullptr, 10) : lanes == 2 ? 32 : 64;
 }
+// Positions per K/V tile of attention_prefill.wgsl: 1024 / D (two 4 KB tiles), at most 32; EWGPU_ATTN_BK overrides.
+// H200, 512 / 4096 tokens (docs/measurements/h200-run23, call f): Qwen3-0.6B (D 128) 26.9k / 16.9k tok/s with 8
+// positions, 25.3-26.5k / 15.4k with 16, 25.1k / 11.7k with 32; Llama-3.2-1B (D 64) 22.4k / 19.6k with 16,
+// 21.6-21.7k / 19.5k with 32, 22.1k / 19.1k with 8.
+uint32_t attnPrefillBk(uint32_t d) {
+  const char* e = std::getenv("EWGPU_ATTN_BK");
+  return std::clamp<uint32_t>(e ? (uint32_t)std::strtoul(e, nullptr, 10) : 1024 / d, 1, 32);
+}
 // Qwen3.5's GDN prefill: the token-by-token recurrence (gdn_recurrent.wgsl PREFILL) on GPUs, the chunked form on CPU
 // adapters; EWGPU_GDN_PREFILL=sequential|chunked overrides. H200, one layer at the 2B's dims (gdn_bench,
 // docs/measurements/h200-run23): 0.18 / 1.40 / 3.20 ms for 64 / 512 / 1024 tokens sequential, 0.73 / 2.39 / 4.63
@@ -604,7 +612,7 @@ Status Forward::createDecodeOps() {
           gpu::Constants tk{{"D", D}, {"HQ", c.n_heads}, {"HKV", HKV}, {"CTX", ctx_len_}, {"GATED", gated ? 1 : 0},
                             {"PAGED", 1}, {"PAGE", kPageTokens}, {"MAXP", pps_}, {"PT", kRowWords},
                             {"WINDOW", c.windowOf(l)}, {"SCALE", c.attnScale()}, {"BQ", bq},
-                            {"BK", std::min<uint32_t>(32, 2048 / D)}};
+                            {"BK", attnPrefillBk(D)}};
           if (c.attn_softcap > 0) tk["SOFTCAP"] = c.attn_softcap;
           if (c.rope_scaling && c.rope_scaling->llama4_beta > 0) {
             tk["Q_BETA"] = c.rope_scaling->llama4_beta;
