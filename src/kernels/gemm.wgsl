@@ -26,6 +26,7 @@
 // Grid: (ceil(columns / tile columns), ceil(T_dispatched / TILE_T)); tiles whose rows start at or past T exit.
 
 //#include activation
+//#include gemm_epilogue
 
 @group(0) @binding(0) var<storage, read> w: array<u32>;
 @group(0) @binding(1) var<storage, read> s: array<u32>;
@@ -225,43 +226,11 @@ fn computeStep(tx: u32, ty: u32, buf: u32) {
   }
 }
 
-fn writeOut(t: u32, col: u32, v: f32) {
-  let idx = t * Y_STRIDE + ROW_OFFSET + col;
-  if (EPI == 1u) {
-    y[idx] = y[idx] + v;
-  } else {
-    y[idx] = v;
-  }
-}
-
 // Writes accumulator (row i, group g) of this thread: 4 outputs (plain) or 2 (SwiGLU: gate, gate, up, up).
 fn outVec(i: u32, g: u32, v: vec4<f32>, tx: u32, ty: u32, t0: u32, T: u32, tile_n: u32) {
   let t = t0 + ty * TM + i;
-  if (t >= T) { return; }
   let c = g * 64u + tx * 4u;
-  if (epiGated(EPI)) {
-    let o = tile_n * (TILE_N / 2u) + 2u * (c / 4u);
-    for (var j = 0u; j < 2u; j++) {
-      if (o + j < IHALF) {
-        var gate = v[j];
-        var up = v[j + 2u];
-        if (HAS_BIAS) {
-          gate += bias[o + j];
-          up += bias[IHALF + o + j];
-        }
-        writeOut(t, o + j, actGate(EPI, gate) * up);
-      }
-    }
-  } else {
-    for (var j = 0u; j < 4u; j++) {
-      let n = tile_n * TILE_N + c + j;
-      if (n < N) {
-        var r = v[j];
-        if (HAS_BIAS) { r += bias[ROW_OFFSET + n]; }
-        writeOut(t, n, actPlain(EPI, r));
-      }
-    }
-  }
+  if (t < T) { storeSums(t, v, tile_n * TILE_N + c, tile_n * (TILE_N / 2u) + 2u * (c / 4u)); }
 }
 
 fn epilogue(tx: u32, ty: u32, t0: u32, T: u32, tile_n: u32) {

@@ -26,6 +26,7 @@
 // (f32 [T, Y_STRIDE]), 4 xw (the x̂ buffer by word: the steps), 5 bias (EPI 0/1: bias[ROW_OFFSET + n]; gated:
 // bias[r] for weight row r), 6 meta (meta[0] = T). Grid: (ceil(columns / 64 or 32), ceil(T / TILE_T)).
 //#include activation
+//#include gemm_epilogue
 //#include q4_group
 
 override QFMT: u32 = 0u;
@@ -187,42 +188,9 @@ fn compute(st: u32, tx: u32, ty: u32) {
   }
 }
 
-fn writeOut(t: u32, col: u32, v: f32) {
-  let idx = t * Y_STRIDE + ROW_OFFSET + col;
-  if (EPI == 1u) {
-    y[idx] = y[idx] + v;
-  } else {
-    y[idx] = v;
-  }
-}
-
 // Token t's 4 sums: 4 outputs (plain) or 2 (gated: gate, gate, up, up).
 fn outVec(t: u32, v: vec4<f32>, tx: u32, tile: u32, T: u32) {
-  if (t >= T) { return; }
-  if (epiGated(EPI)) {
-    let h = N / 2u;
-    let o = tile * 32u + 2u * tx;
-    for (var j = 0u; j < 2u; j++) {
-      if (o + j < h) {
-        var gate = v[j];
-        var up = v[j + 2u];
-        if (HAS_BIAS) {
-          gate += bias[o + j];
-          up += bias[h + o + j];
-        }
-        writeOut(t, o + j, actGate(EPI, gate) * up);
-      }
-    }
-  } else {
-    for (var j = 0u; j < 4u; j++) {
-      let n = tile * 64u + 4u * tx + j;
-      if (n < N) {
-        var r = v[j];
-        if (HAS_BIAS) { r += bias[ROW_OFFSET + n]; }
-        writeOut(t, n, actPlain(EPI, r));
-      }
-    }
-  }
+  if (t < T) { storeSums(t, v, tile * 64u + 4u * tx, tile * 32u + 2u * tx); }
 }
 
 @compute @workgroup_size(256)

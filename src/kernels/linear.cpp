@@ -78,6 +78,15 @@ uint64_t scaleBytes(WeightFormat f, uint32_t rows, uint32_t K) {
   return f == WeightFormat::kQ4F32 ? scales * 4 : (scales * 2 + 3) / 4 * 4;
 }
 
+GemmOp GemmOp::shell(uint32_t tile_t, uint32_t max_tokens, const LinearWeights& wt) {
+  GemmOp op;
+  op.tile_t_ = tile_t;
+  op.max_tokens_ = max_tokens;
+  op.n_ = wt.N;
+  op.k_ = wt.K;
+  return op;
+}
+
 Result<GemmOp> GemmOp::create(gpu::Context& ctx, const LinearWeights& wt, const gpu::Buffer& x, const gpu::Buffer& y,
                               const gpu::Buffer& meta, Epilogue epi, uint32_t max_tokens, GemmTiling tiling,
                               GemmQ8 q8) {
@@ -112,11 +121,7 @@ Result<GemmOp> GemmOp::create(gpu::Context& ctx, const LinearWeights& wt, const 
     EWGPU_ASSIGN(parts, createLinearCpu(ctx, wt, x, y, a));
     if (ceilDiv(std::max(max_tokens, 1u), kLinearCpuTokens) > lim.maxComputeWorkgroupsPerDimension)
       return badRequest("max_tokens too large for one dispatch", {{"max_tokens", max_tokens}});
-    GemmOp op;
-    op.tile_t_ = kLinearCpuTokens;
-    op.max_tokens_ = max_tokens;
-    op.n_ = wt.N;
-    op.k_ = wt.K;
+    GemmOp op = shell(kLinearCpuTokens, max_tokens, wt);
     for (auto& lp : parts) {
       Part part;
       part.kernel = lp.kernel;
@@ -128,11 +133,7 @@ Result<GemmOp> GemmOp::create(gpu::Context& ctx, const LinearWeights& wt, const 
     return op;
   }
 
-  GemmOp op;
-  op.tile_t_ = tiling.tile_t;
-  op.max_tokens_ = max_tokens;
-  op.n_ = wt.N;
-  op.k_ = wt.K;
+  GemmOp op = shell(tiling.tile_t, max_tokens, wt);
   uint32_t row_offset = 0;
   for (size_t c = 0; c < wt.w_chunks.size(); ++c) {
     uint32_t rows = wt.chunk_rows[c];
@@ -191,11 +192,7 @@ Result<GemmOp> GemmOp::createInt8(gpu::Context& ctx, const LinearWeights& wt, co
   const WGPULimits& lim = ctx.limits();
   if (max_tokens > lim.maxComputeWorkgroupsPerDimension)
     return badRequest("max_tokens too large for one dispatch", {{"max_tokens", max_tokens}});
-  GemmOp op;
-  op.tile_t_ = tile_t;
-  op.max_tokens_ = max_tokens;
-  op.n_ = wt.N;
-  op.k_ = wt.K;
+  GemmOp op = shell(tile_t, max_tokens, wt);
   {
     auto kern = ctx.kernel("gemv_quant", {{"K", wt.K}, {"X_STRIDE", wt.K}, {"NORM", 0}, {"DIGITS", q8.digits},
                                           {"ROW_U32", row_words}});

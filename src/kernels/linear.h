@@ -82,6 +82,7 @@ class GemmOp {
   bool int8() const { return quant_.kernel != nullptr; }
 
  private:
+  static GemmOp shell(uint32_t tile_t, uint32_t max_tokens, const LinearWeights& weights);  // no parts yet
   static Result<GemmOp> createInt8(gpu::Context& ctx, const LinearWeights& weights, const gpu::Buffer& x,
                                    const gpu::Buffer& y, const gpu::Buffer& meta, Epilogue epi, uint32_t max_tokens,
                                    GemmQ8 q8);

@@ -208,22 +208,29 @@ TEST_P(ForwardVsReference, TiledPrefillAttentionMatchesReference) {
   unsetenv("EWGPU_ATTN_CPU");
 }
 
+// A tiny q4f16_1 folder of `arch` with these heads (written once per test run under the gtest temp dir).
+std::string tinyFolderWithHeads(Arch arch, const std::string& name, uint32_t seed, int heads, int kv_heads,
+                                int head_dim) {
+  const std::string dir = ::testing::TempDir() + "/" + name;
+  if (!std::filesystem::exists(dir + "/mlc-chat-config.json")) {
+    TinyModelSpec spec;
+    spec.arch = arch;
+    spec.quant = Quant::kQ4F16_1;
+    spec.seed = seed;
+    spec.n_heads = heads;
+    spec.n_kv_heads = kv_heads;
+    spec.head_dim = head_dim;
+    spec.tokenizer_path = testing::tokenizerPath();
+    Status s = writeTinyModel(spec, dir);
+    EXPECT_TRUE(s.ok()) << s.error().toString();
+  }
+  return dir;
+}
+
 // attention_prefill.wgsl with heads of 128 (Qwen3's; two lanes per query head and token) on a CPU adapter: a tiny
 // qwen3 folder with head_dim 128 and two query heads per KV head.
 TEST(TiledPrefillAttention, HeadDim128MatchesReference) {
-  const std::string dir = ::testing::TempDir() + "/ewgpu-tiny-qwen3-d128";
-  if (!std::filesystem::exists(dir + "/mlc-chat-config.json")) {
-    TinyModelSpec spec;
-    spec.arch = Arch::kQwen3;
-    spec.quant = Quant::kQ4F16_1;
-    spec.seed = 13;
-    spec.n_heads = 4;
-    spec.n_kv_heads = 2;
-    spec.head_dim = 128;
-    spec.tokenizer_path = testing::tokenizerPath();
-    Status s = writeTinyModel(spec, dir);
-    ASSERT_TRUE(s.ok()) << s.error().toString();
-  }
+  const std::string dir = tinyFolderWithHeads(Arch::kQwen3, "ewgpu-tiny-qwen3-d128", 13, 4, 2, 128);
   setenv("EWGPU_ATTN_CPU", "0", 1);
   checkLogitsIn(dir, kernels::Activations::kF32, kLogitTol, kernels::Activations::kAuto, ForwardOptions::Kv::kF32);
   unsetenv("EWGPU_ATTN_CPU");
@@ -245,19 +252,7 @@ TEST(GdnPrefill, BothFormsMatchReference) {
 // attention_cpu.wgsl (the CPU adapters' attention) and attention.wgsl (the GPUs'; EWGPU_ATTN_CPU=0); and the tiny
 // model (head dims 16 / 32) through attention.wgsl too: its v norm and KV-shared layers there.
 TEST(Gemma4, HeadDim512AndGpuAttentionMatchReference) {
-  const std::string dir = ::testing::TempDir() + "/ewgpu-tiny-gemma4-d256";
-  if (!std::filesystem::exists(dir + "/mlc-chat-config.json")) {
-    TinyModelSpec spec;
-    spec.arch = Arch::kGemma4;
-    spec.quant = Quant::kQ4F16_1;
-    spec.seed = 11;
-    spec.n_heads = 2;
-    spec.n_kv_heads = 1;
-    spec.head_dim = 256;  // full layers 512
-    spec.tokenizer_path = testing::tokenizerPath();
-    Status s = writeTinyModel(spec, dir);
-    ASSERT_TRUE(s.ok()) << s.error().toString();
-  }
+  const std::string dir = tinyFolderWithHeads(Arch::kGemma4, "ewgpu-tiny-gemma4-d256", 11, 2, 1, 256);  // full: 512
   checkLogitsIn(dir, kernels::Activations::kF32, kLogitTol);
   setenv("EWGPU_ATTN_CPU", "0", 1);
   checkLogitsIn(dir, kernels::Activations::kF32, kLogitTol);
