@@ -1,18 +1,18 @@
-// Prefill attention on GPUs in tiles (flash-attention style: no score matrix in memory). One workgroup per (KV head
-// g, block of BQ consecutive tokens of the chunk) with LANES threads per (query head of the group, token): G · BQ ·
-// LANES threads. With heads over 64 two lanes split the head's dims (the query and output row of 128 would not fit
-// one thread's registers) and add their partial scores through workgroup memory. The workgroup walks the keys its tokens need, [first position of its first token, last token's position],
-// in tiles of BK positions: each tile's K and V rows are read from the cache once (f32 or the f16 pairs of KV16) into
-// workgroup memory, then every thread scores the tile's BK keys against its query (held in registers), takes the
-// tile's max, rescales its running sum and output (online softmax) and accumulates p · v. The G query heads of the
-// KV group share each tile, so the cache is read once per block of tokens instead of once per token and query head
-// (attention.wgsl's PREFILL walk).
-// Masks: a key counts for a token when it is at or before the token's position and, with WINDOW, within the window;
-// keys past the tile's end (the last tile) and tokens past T = meta[0] contribute nothing.
-// The same inputs as attention.wgsl's PREFILL pass: q [tokens, HQ, D] from qk_prepare.wgsl (rotated, normed), the
-// slot and first position in rows[0..1], the page tables after them (kv_page), Qwen3.5's output gate (GATED),
-// gemma2's score soft-cap (SOFTCAP), ministral3's query scale (Q_BETA), and out [tokens, HQ, D]. D ≤ 128 (a lane's
-// part of the query and the output row stay in registers); larger heads keep attention.wgsl.
+// Prefill attention on GPUs in tiles (flash-attention style: no score matrix in memory). One workgroup per (KV head g,
+// block of BQ consecutive tokens of the chunk) with LANES threads per (query head of the group, token): G · BQ · LANES
+// threads. With heads over 64 two lanes split the head's dims (the query and output row of 128 would not fit one
+// thread's registers) and add their partial scores through workgroup memory. The workgroup walks the keys its tokens
+// need, [first position of its first token, last token's position], in tiles of BK positions: each tile's K and V rows
+// are read from the cache once (f32 or the f16 pairs of KV16) into workgroup memory, then every thread scores the
+// tile's BK keys against its query (held in registers), takes the tile's max, rescales its running sum and output
+// (online softmax) and accumulates p · v. The G query heads of the KV group share each tile, so the cache is read once
+// per block of tokens instead of once per token and query head (attention.wgsl's PREFILL walk). Masks: a key counts for
+// a token when it is at or before the token's position and, with WINDOW, within the window; keys past the tile's end
+// (the last tile) and tokens past T = meta[0] contribute nothing. The same inputs as attention.wgsl's PREFILL pass: q
+// [tokens, HQ, D] from qk_prepare.wgsl (rotated, normed), the slot and first position in rows[0..1], the page tables
+// after them (kv_page), Qwen3.5's output gate (GATED), gemma2's score soft-cap (SOFTCAP), ministral3's query scale
+// (Q_BETA), and out [tokens, HQ, D]. D ≤ 128 (a lane's part of the query and the output row stay in registers); larger
+// heads keep attention.wgsl.
 override D: u32 = 64u;
 override HQ: u32 = 1u;
 override HKV: u32 = 1u;

@@ -141,7 +141,8 @@ Result<GdnPrefillOp> GdnPrefillOp::create(gpu::Context& ctx, const GdnDims& dims
   op.scratch_ = std::move(*scratch);
   // EWGPU_GDN_NB: state columns per MODE 1 workgroup (A/B; the default kStateCols).
   uint32_t cols = kStateCols;
-  if (const char* e = std::getenv("EWGPU_GDN_NB")) cols = std::clamp<uint32_t>((uint32_t)std::strtoul(e, nullptr, 10), 1, 32);
+  if (const char* e = std::getenv("EWGPU_GDN_NB"))
+    cols = std::clamp<uint32_t>((uint32_t)std::strtoul(e, nullptr, 10), 1, 32);
   op.state_cols_ = dims.vd < cols ? dims.vd : cols;
   const uint32_t wg[3] = {kSolveWg, op.state_cols_ * kStateRowGroups, dims.vd};
   for (uint32_t mode = 0; mode < 3; ++mode) {

@@ -2,29 +2,24 @@
 // the T = meta[0] tokens of a prefill chunk, q4 weights (QFMT 0 q4f16_1, 1 q4f32_1). x̂ is x quantized per 32-element
 // group by gemv_quant.wgsl (one or two int8 digits and a step per group; the row layout is in that kernel's header),
 // the scheme llama.cpp's MMQ kernels use on GPUs without int8 matrix units. The f32 GEMM (gemm.wgsl) stays the path
-// where the packed dot product is absent, and the accuracy reference.
-//
-// Tiling: one workgroup of 256 threads (16 × 16) computes a TILE_T-token (64 or 128) × 64-weight-row tile. Thread
-// (tx, ty) owns tokens 4·ty .. +3 (and 64 + 4·ty .. +3 with TILE_T 128) and weight columns 4·tx .. +3 of the tile:
-// 16 (32) outputs, each summed per group in i32 by 8 packed dot products per digit, then scaled (x̂ step × weight
-// scale) into an f32 accumulator. The K loop walks one quantization group (32 values) per step:
-//   - xs [STAGE][DIGITS][8 words][TILE_T / 4] vec4<u32>: word j of the group's digits for 4 consecutive tokens (one
-//     vec4 read serves 4 of the thread's tokens);
-//   - ws [STAGE][8 words][16] vec4<u32>: word j of 4 consecutive weight rows, the q4 codes expanded to int8 once per
-//     tile (low nibbles, then high, as gemv_quant packs x̂'s elements) with 7 subtracted, so no zero point is needed;
-//   - xsc [STAGE][TILE_T / 4] / wsc [STAGE][16] vec4<f32>: the tokens' steps and the weight rows' scales.
-// Each step issues the next group's global loads into registers before its dot products and stores them into the
-// other stage after them: one barrier per step. Per group and digit a thread does 128 packed dot products for 16
-// vec4 workgroup reads (TILE_T 128: 256 for 24). Every workgroup-memory access is conflict-free: stores go to consecutive words (the token
-// or weight row is the fastest thread index), reads broadcast (xs: two distinct addresses per 32 threads) or hit 16
-// consecutive vec4 (ws).
-//
-// Column layout (as gemm.wgsl): plain epilogues, local column c is weight row n0 + c; gated (EPI 2 / 5), the tile
-// covers 32 outputs, and a thread's 4 columns are gate(i), gate(i + 1), up(i), up(i + 1) with i = i0 + 2·tx.
-//
-// Bindings: 0 w (q4 codes of this buffer's N rows, by 16 bytes), 1 s (scales), 2 xq (x̂ rows by 16 bytes), 3 y
-// (f32 [T, Y_STRIDE]), 4 xw (the x̂ buffer by word: the steps), 5 bias (EPI 0/1: bias[ROW_OFFSET + n]; gated:
-// bias[r] for weight row r), 6 meta (meta[0] = T). Grid: (ceil(columns / 64 or 32), ceil(T / TILE_T)).
+// where the packed dot product is absent, and the accuracy reference.  Tiling: one workgroup of 256 threads (16 × 16)
+// computes a TILE_T-token (64 or 128) × 64-weight-row tile. Thread (tx, ty) owns tokens 4·ty .. +3 (and 64 + 4·ty .. +3
+// with TILE_T 128) and weight columns 4·tx .. +3 of the tile: 16 (32) outputs, each summed per group in i32 by 8 packed
+// dot products per digit, then scaled (x̂ step × weight scale) into an f32 accumulator. The K loop walks one
+// quantization group (32 values) per step:   - xs [STAGE][DIGITS][8 words][TILE_T / 4] vec4<u32>: word j of the group's
+// digits for 4 consecutive tokens (one     vec4 read serves 4 of the thread's tokens);   - ws [STAGE][8 words][16]
+// vec4<u32>: word j of 4 consecutive weight rows, the q4 codes expanded to int8 once per     tile (low nibbles, then
+// high, as gemv_quant packs x̂'s elements) with 7 subtracted, so no zero point is needed;   - xsc [STAGE][TILE_T / 4] /
+// wsc [STAGE][16] vec4<f32>: the tokens' steps and the weight rows' scales. Each step issues the next group's global
+// loads into registers before its dot products and stores them into the other stage after them: one barrier per step.
+// Per group and digit a thread does 128 packed dot products for 16 vec4 workgroup reads (TILE_T 128: 256 for 24). Every
+// workgroup-memory access is conflict-free: stores go to consecutive words (the token or weight row is the fastest
+// thread index), reads broadcast (xs: two distinct addresses per 32 threads) or hit 16 consecutive vec4 (ws).  Column
+// layout (as gemm.wgsl): plain epilogues, local column c is weight row n0 + c; gated (EPI 2 / 5), the tile covers 32
+// outputs, and a thread's 4 columns are gate(i), gate(i + 1), up(i), up(i + 1) with i = i0 + 2·tx.  Bindings: 0 w (q4
+// codes of this buffer's N rows, by 16 bytes), 1 s (scales), 2 xq (x̂ rows by 16 bytes), 3 y (f32 [T, Y_STRIDE]), 4 xw
+// (the x̂ buffer by word: the steps), 5 bias (EPI 0/1: bias[ROW_OFFSET + n]; gated: bias[r] for weight row r), 6 meta
+// (meta[0] = T). Grid: (ceil(columns / 64 or 32), ceil(T / TILE_T)).
 //#include activation
 //#include gemm_epilogue
 //#include q4_group

@@ -604,8 +604,7 @@ Status Forward::createDecodeOps() {
         // a block of BQ tokens × its G query heads (EWGPU_ATTN_PREFILL=0: attention.wgsl's walk per token and head;
         // EWGPU_ATTN_BQ overrides BQ).
         const bool tiled = pass == 1 && !cpu_attn && attnPrefillTiled() && (D <= 64 || (D <= 128 && D % 8 == 0)) &&
-                           c.n_heads % HKV == 0 &&
-                           G >= 1 && G <= 128;
+                           c.n_heads % HKV == 0 && G >= 1 && G <= 128;
         if (tiled) {
           const uint32_t lanes = D > 64 ? 2 : 1;  // the kernel's LANES
           const uint32_t bq = std::clamp<uint32_t>(attnPrefillBq(lanes), 1, std::max<uint32_t>(1, 256 / (G * lanes)));
@@ -786,7 +785,9 @@ Status Forward::createPrefillOps() {
   Activations pact = opts_.prefill_activations;
   if (pact == Activations::kAuto) {
     const char* e = std::getenv("EWGPU_PREFILL_Q8");
-    if (e) pact = std::string(e) == "1" ? Activations::kInt8 : std::string(e) == "2" ? Activations::kInt16 : Activations::kF32;
+    if (e) pact = std::string(e) == "1"   ? Activations::kInt8
+                  : std::string(e) == "2" ? Activations::kInt16
+                                          : Activations::kF32;
     else if (!ctx_.info().packed_dot4 || ctx_.info().cpuAdapter()) pact = Activations::kF32;
     // Two digits where one measured past 2e-2 of max |logit| against the transformers fixtures (docs/kernels.md,
     // "Int8 prefill GEMM"): qwen3_5 (6.5e-2: the GDN recurrence carries every projection's error through the
@@ -821,7 +822,8 @@ Status Forward::createPrefillOps() {
         EWGPU_ASSIGN(a.pnorm, familyNorm(phidden_, L.input_norm, &L.input_norm_b, pnormed_, pmeta_, T, false));
       EWGPU_ASSIGN(a.pqkv, gemm(L.qkv.view(), in_x, pqkv_, Epilogue::kStore));
       const bool post = L.attn_out_norm.handle();
-      EWGPU_ASSIGN(a.po, gemm(L.o.view(), pmix_, post ? pbranch_ : phidden_, post ? Epilogue::kStore : Epilogue::kResidualAdd));
+      EWGPU_ASSIGN(a.po, gemm(L.o.view(), pmix_, post ? pbranch_ : phidden_,
+                              post ? Epilogue::kStore : Epilogue::kResidualAdd));
       if (post)
         EWGPU_ASSIGN(ops.pn_attn_out, familyNorm(pbranch_, L.attn_out_norm, nullptr, phidden_, pmeta_, T, true));
     } else {
@@ -855,7 +857,8 @@ Status Forward::createPrefillOps() {
     }
     EWGPU_ASSIGN(ops.pup, gemm(L.gate_up.view(), *up_x, pact_, mlpEpilogue(c)));
     const bool post = L.mlp_out_norm.handle();
-    EWGPU_ASSIGN(ops.pdown, gemm(L.down.view(), pact_, post ? pbranch_ : phidden_, post ? Epilogue::kStore : Epilogue::kResidualAdd));
+    EWGPU_ASSIGN(ops.pdown, gemm(L.down.view(), pact_, post ? pbranch_ : phidden_,
+                                 post ? Epilogue::kStore : Epilogue::kResidualAdd));
     if (post) EWGPU_ASSIGN(ops.pn_mlp_out, familyNorm(pbranch_, L.mlp_out_norm, nullptr, phidden_, pmeta_, T, true));
     if (ops.ple) {  // gemma4's per-layer input branch
       EWGPU_ASSIGN(ops.pple_gate, gemm(L.ple_gate.view(), phidden_, ppgate_, Epilogue::kGeluTanh));
