@@ -91,7 +91,6 @@ Result<GemmOp> GemmOp::create(gpu::Context& ctx, const LinearWeights& wt, const 
                               const gpu::Buffer& meta, Epilogue epi, uint32_t max_tokens, GemmTiling tiling,
                               GemmQ8 q8) {
   EWGPU_TRY(checkShapes(wt, epi, tiling));
-  if (q8.xq && isQ4(wt.format)) return createInt8(ctx, wt, x, y, meta, epi, max_tokens, q8);
   bool swiglu = gatedEpilogue(epi);
   uint32_t y_cols = swiglu ? wt.N / 2 : wt.N;
   EWGPU_TRY(checkSize(&x, (uint64_t)max_tokens * wt.K * 4, "x"));
@@ -99,6 +98,7 @@ Result<GemmOp> GemmOp::create(gpu::Context& ctx, const LinearWeights& wt, const 
   EWGPU_TRY(checkSize(&meta, 4, "meta"));
   if (wt.bias) EWGPU_TRY(checkSize(wt.bias, (uint64_t)wt.N * 4, "bias"));
   if (&x == &y || &meta == &y || wt.bias == &y) return badRequest("y must not alias x, meta or bias");
+  if (q8.xq && isQ4(wt.format)) return createInt8(ctx, wt, x, y, meta, epi, max_tokens, q8);
 
   const WGPULimits& lim = ctx.limits();
   uint32_t hg = isQ3(wt.format) ? 20 : 16;

@@ -358,6 +358,17 @@ TEST(Gemm, RejectsBadShapes) {
   EXPECT_FALSE(GemmOp::create(ctx, lw, x, x, m, Epilogue::kStore, 4).ok());     // y aliases x
   EXPECT_FALSE(GemmOp::create(ctx, lw, x, y, m, Epilogue::kStore, 1000).ok());  // x too small
   EXPECT_TRUE(GemmOp::create(ctx, lw, x, y, m, Epilogue::kStore, 4).ok());
+  // The int8 path: its scratch checked too, and x / y as on the f32 path.
+  gpu::Buffer xq = upload(ctx, z.data(), 4 * quantRowWords(64, 1) * 4, "xq");
+  auto code = [&](const Result<GemmOp>& r) { return r.ok() ? ErrorCode::kInternal : r.error().code; };  // ok: wrong
+  EXPECT_EQ(code(GemmOp::create(ctx, lw, x, y, m, Epilogue::kStore, 8, {}, {&xq, 1})), ErrorCode::kBadRequest);
+  EXPECT_EQ(code(GemmOp::create(ctx, lw, x, y, m, Epilogue::kStore, 4, {}, {&xq, 3})), ErrorCode::kBadRequest);
+  EXPECT_EQ(code(GemmOp::create(ctx, lw, x, y, m, Epilogue::kStore, 4, {}, {&xq, 1, 96})), ErrorCode::kBadRequest);
+  EXPECT_EQ(code(GemmOp::create(ctx, lw, xq, y, m, Epilogue::kStore, 4, {}, {&xq, 1})), ErrorCode::kBadRequest);
+  EXPECT_EQ(code(GemmOp::create(ctx, lw, x, y, m, Epilogue::kStore, 1000, {}, {&xq, 1})), ErrorCode::kBadRequest);
+  auto ok = GemmOp::create(ctx, lw, x, y, m, Epilogue::kStore, 4, {}, {&xq, 1});
+  ASSERT_TRUE(ok.ok()) << ok.error().toString();
+  EXPECT_TRUE(ok->int8());
 }
 
 TEST(RmsNorm, MatchesTheReference) {
