@@ -49,6 +49,9 @@ var<workgroup> sp: array<f32, SP>;  // LANES 2: each thread's partial scores of 
 //#include attention_gate
 //#include kv_page
 
+// The first position a token at position p attends to (its window's start; 0 without WINDOW).
+fn windowStart(p: u32) -> u32 { return select(0u, p + 1u - WINDOW, WINDOW > 0u && p + 1u > WINDOW); }
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
   let g = wid.x;
@@ -75,11 +78,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   // The positions the block needs: from its first token's window start to its last token's position.
   let tl = min(t0 + BQ, T) - 1u;
   let hi = min(pos0 + tl, CTX - 1u);
-  var lo = 0u;
-  let p0 = min(pos0 + t0, CTX - 1u);
-  if (WINDOW > 0u && p0 + 1u > WINDOW) { lo = p0 + 1u - WINDOW; }
-  var first = 0u;
-  if (WINDOW > 0u && pos + 1u > WINDOW) { first = pos + 1u - WINDOW; }
+  let lo = windowStart(min(pos0 + t0, CTX - 1u));
+  let first = windowStart(pos);
   var m = -3.0e38;
   var l = 0.0;
   for (var kb = lo; kb <= hi; kb += BK) {

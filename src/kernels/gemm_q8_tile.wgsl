@@ -32,7 +32,7 @@ override HAS_BIAS: bool = false;
 override ROW_OFFSET: u32 = 0u;
 override Y_STRIDE: u32 = 1u;
 override DIGITS: u32 = 1u;     // 1 or 2
-override XQ_ROW: u32 = 4u;     // u32s per x̂ row (GemvOp::quantRowU32)
+override XQ_ROW: u32 = 4u;     // u32s per x̂ row (kernels::quantRowWords)
 override XQ_ROWS: u32 = 1u;    // rows the x̂ buffer holds (loads of rows past T are clamped into it)
 override TILE_T: u32 = 64u;    // tokens per tile: 64 or 128
 
@@ -105,21 +105,20 @@ fn store(st: u32, l: u32) {
       xs[base + 3u * TB][c % 4u] = xr[e].w;
     }
   }
-  let c = l % 64u;
-  if (l < 64u) {
+  if (l < 64u) {  // weight row l of the tile
     let m = vec4<u32>(0x0F0F0F0Fu);
     let lo = wr & m;
     let hi = (wr >> vec4<u32>(4u)) & m;
-    let base = st * 128u + c / 4u;
-    ws[base][c % 4u] = minus7(lo.x);
-    ws[base + 16u][c % 4u] = minus7(hi.x);
-    ws[base + 32u][c % 4u] = minus7(lo.y);
-    ws[base + 48u][c % 4u] = minus7(hi.y);
-    ws[base + 64u][c % 4u] = minus7(lo.z);
-    ws[base + 80u][c % 4u] = minus7(hi.z);
-    ws[base + 96u][c % 4u] = minus7(lo.w);
-    ws[base + 112u][c % 4u] = minus7(hi.w);
-    wsc[st * 16u + c / 4u][c % 4u] = wsr;
+    let base = st * 128u + l / 4u;
+    ws[base][l % 4u] = minus7(lo.x);
+    ws[base + 16u][l % 4u] = minus7(hi.x);
+    ws[base + 32u][l % 4u] = minus7(lo.y);
+    ws[base + 48u][l % 4u] = minus7(hi.y);
+    ws[base + 64u][l % 4u] = minus7(lo.z);
+    ws[base + 80u][l % 4u] = minus7(hi.z);
+    ws[base + 96u][l % 4u] = minus7(lo.w);
+    ws[base + 112u][l % 4u] = minus7(hi.w);
+    wsc[st * 16u + l / 4u][l % 4u] = wsr;
   }
   if (l >= 64u && l < 64u + TILE_T) {
     let t = l - 64u;

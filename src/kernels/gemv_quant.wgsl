@@ -1,5 +1,6 @@
-// The int8 x̂ of a batched decode GEMV (gemv_batch.wgsl with Q8), quantized once per step instead of once per
-// workgroup: one workgroup per active row b < meta[0] computes x̂ = x · rsqrt(mean(x²) + EPS) · norm_w (NORM) or
+// The int8 x̂ of a batched decode GEMV (gemv_batch.wgsl / gemm_q8.wgsl with Q8), quantized once per step instead of
+// once per workgroup, and of a prefill GEMM's tokens (gemm_q8_tile.wgsl, NORM off, meta[0] = T): one workgroup per
+// active row b < meta[0] computes x̂ = x · rsqrt(mean(x²) + EPS) · norm_w (NORM) or
 // x̂ = x, then quantizes each 32-element group as gemv.wgsl's quantizeGroup does: digit 0 = round(x̂ / step) with
 // step = max |x̂| / 127, digit 1 (DIGITS 2) = round(residual · 254), each digit's 32 int8 packed in nibble order
 // (weights 0, 2, 4, 6 then 1, 3, 5, 7 of every 8, the order the q4 codes' low and high nibbles come in).
