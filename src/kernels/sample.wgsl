@@ -15,12 +15,15 @@
 // the full-vocabulary passes run on NW = ceil(V / CHUNK) workgroups per row (grid (NW, B)) and the one-workgroup
 // finish walks only a short candidate list (docs/sampling.md, "The split sampler"):
 //   1: penalties, bias and mask of the chunk in place; chunk argmax; chunk top-k threshold.
-//   2: chunk sums of exp at temperature T and 1; the chunk's mass histogram over s = (l - m) / T; the chunk's best
-//      Gumbel score (temperature alone).
-//   3: the candidates, a superset of the survivors, appended to the row's list: key >= the largest chunk top-k
-//      threshold (top-k), or s in the bins whose mass reaches top_p with a margin (top-p alone); the chunk's exact
-//      fixed-point mass total (top-p alone).
-//   4 (grid B): greedy, temperature alone, or the exact radix selects and draw over the candidates.
+//   2: chunk sums of exp at temperature T and 1; the chunk's mass histogram over s = (l - m) / T, added into the
+//      row's histogram (ctr); the chunk's best Gumbel score (temperature alone).
+//   3: the candidates appended to the row's list: key >= the largest chunk top-k threshold (top-k, a superset of
+//      the survivors), or (top-p alone) s in the bins [jlo, jstar] that may hold the cut: jstar is the first bin
+//      whose cumulative mass reaches (top_p + margin) Z, jlo the first that may reach (top_p - margin) Z. Tokens in
+//      bins above jlo survive for certain: the chunk adds their exact fixed-point mass, their count and their best
+//      Gumbel score instead of listing them; it also adds its exact mass total.
+//   4 (grid B): greedy, temperature alone, or the exact radix selects and draw over the candidates (top-p alone:
+//      the select starts from the mass above the list, and the draw is the better of the list's and the chunks').
 //   5 (grid B): the rows phase 4 leaves, over the whole vocabulary as phase 0 (penalties not re-applied): more
 //      candidates than CAP, or top-n logprobs (those rows skip phases 1-3 and are done whole here).
 
@@ -29,7 +32,7 @@ override V: u32;                    // vocabulary size (row length of logits and
 override KMAX: u32 = 1u;            // steps in the out ring per row
 override ADVANCE_POS: bool = true;  // decode step: pos += 1 for an active row
 override WG: u32 = 256u;            // threads per workgroup (a multiple of 16; kernels::sampleWorkgroupSize)
-override HIST_COPIES: u32 = 8u;     // private histogram copies (fewer same-address atomics)
+override HIST_COPIES: u32 = 8u;     // private histogram copies (fewer same-address atomics); at least 2
 override WRITE_STATS: bool = false;  // tests: rows[b*8+7] = number of tokens that survived top-k/top-p
 override UNROLL: u32 = 8u;          // logits each invocation loads at once in the full-row loops (1..UMAX)
 override PHASE: u32 = 0u;           // 0: one dispatch; 1..5: the split step (header)
@@ -44,7 +47,9 @@ override CAP: u32 = 4096u;          // split: candidates per row
 @group(0) @binding(4) var<storage, read_write> out: array<u32>;     // [B, KMAX, 44]
 @group(0) @binding(5) var<storage, read> mask: array<u32>;         // [B, ceil(V/32)]: allowed tokens (P_MASK rows)
 @group(0) @binding(6) var<storage, read_write> scratch: array<u32>;  // split: [B, srow()] (offsets below)
-@group(0) @binding(7) var<storage, read_write> ctr: array<atomic<u32>>;  // split: [B] candidates appended
+// split: per row (CTR_STRIDE words) the candidates appended, then the row's mass histogram (NB counts, NB masses
+// as 64-bit (low, high) words: low words then high words), summed over the chunks with atomics.
+@group(0) @binding(7) var<storage, read_write> ctr: array<atomic<u32>>;
 
 const NBINS = 256u;
 const RG = 16u;  // reduction group size
@@ -72,7 +77,7 @@ const P_BIAS = 20u;
 const P_WANT_LOGPROB = 52u;
 const P_MASK = 53u;  // 1: only tokens whose bit is set in the row's mask may be sampled, and the row pauses after it
 
-var<workgroup> hist: array<atomic<u32>, NBINS * HIST_COPIES>;
+var<workgroup> hist: array<atomic<u32>, max(NBINS * HIST_COPIES, 2u * NB)>;
 var<workgroup> cum: array<u32, NBINS>;  // combined histogram
 var<workgroup> chunk: array<u32, 16>;   // sums of 16 bins
 var<workgroup> red_f: array<vec2<f32>, WG>;
@@ -106,6 +111,7 @@ var<private> g_n: u32;
 var<private> g_cand: bool;
 var<private> g_cbase: u32;
 var<private> g_qtotal: u32;  // split, top-p alone: the fixed-point mass total over the vocabulary (NONE: count it)
+var<private> g_qabove: u32;  // split, top-p alone: the mass of the tokens above the list (0 otherwise)
 
 // ---- ordering keys, hashing, Exp(1) draws ----
 
@@ -146,18 +152,25 @@ fn dom_id(j: u32) -> u32 {
   return g_lo + j;
 }
 
-// ---- the split step's scratch row (u32 words): chunk maxima (key, id, top-k key, 0), best Gumbel (key, id),
-// exp sums (T, 1 as f32 bits), fixed-point mass totals, mass histograms (NB counts, NB masses), candidates.
-const NB = 64u;              // histogram bins of s = (l - m) / T: bin j holds -s in [j, j + 1) / BIN_SCALE
-const BIN_SCALE = 4.0;
+// ---- the split step's scratch row (u32 words): per chunk its maxima (key, id, top-k key, 0), best Gumbel (key,
+// id: temperature alone over the chunk; top-p alone over its tokens above the list), exp sums (T, 1 as f32 bits),
+// fixed-point mass totals (the chunk's, and its tokens' above the list); then the row's count of tokens above the
+// list; the candidate list. The row's mass histogram is in ctr (atomics).
+const NB = 512u;             // histogram bins of s = (l - m) / T: bin j holds -s in [j, j + 1) / BIN_SCALE
+const BIN_SCALE = 32.0;
 const MASS_ONE = 1048576.0;  // histogram masses: floor(exp(s) * 2^20), so a bin's mass is never over-counted
-const TOP_P_MARGIN = 1e-3;   // the candidate bins' mass must reach (top_p + margin) * Z
+const TOP_P_MARGIN = 5e-4;   // the list's bins: from the first whose mass might reach (top_p - margin) * Z to the
+                             // first whose mass surely reaches (top_p + margin) * Z
+const BIN_GROUP = 16u;       // phase 3 scans the bins' totals in groups of 16, then inside the two groups it needs
+const CTR_STRIDE = 1u + 3u * NB;
 fn off_gum() -> u32 { return NW * 4u; }
 fn off_z() -> u32 { return NW * 6u; }
 fn off_q() -> u32 { return NW * 8u; }
-fn off_h() -> u32 { return NW * 9u; }
-fn off_c() -> u32 { return NW * (9u + 2u * NB); }
+fn off_na() -> u32 { return NW * 10u; }
+fn off_c() -> u32 { return NW * 10u + 1u; }
 fn srow() -> u32 { return off_c() + CAP; }
+// Phase 2's private copies of the (counts, masses) histogram in `hist`.
+fn hist_copies() -> u32 { return max(NBINS * HIST_COPIES / (2u * NB), 1u); }
 
 fn bin_of(s: f32) -> u32 {
   let d = -s * BIN_SCALE;
@@ -351,7 +364,7 @@ const MODE_MASS = 1u;   // weight mass(x) per top-k survivor; target derived fro
 // invocations each own 16 bins and find the bin where the running sum from the top crosses the target.
 fn radix_select(mode: u32, target_in: u32, tid: u32) -> u32 {
   var prefix = 0u;
-  var above = 0u;
+  var above = select(0u, g_qabove, mode == MODE_MASS);  // the split step's tokens above its top-p list
   var goal = target_in;  // used by invocations < 16
   let copy = (tid % HIST_COPIES) * NBINS;
   for (var step = 0u; step < 4u; step++) {
@@ -625,7 +638,12 @@ fn prepass(b: u32, c: u32, p: array<u32, 72>, row: array<u32, 8>, tid: u32) {
 
   if (PHASE == 1u) {
     if (c == 0u && tid == 0u) {
-      atomicStore(&ctr[b], 0u);
+      atomicStore(&ctr[b * CTR_STRIDE], 0u);
+    }
+    if (c == 0u && use_p && !use_k) {  // the row's histogram, which phase 2's chunks add to
+      for (var j = tid; j < 3u * NB; j += WG) {
+        atomicStore(&ctr[b * CTR_STRIDE + 1u + j], 0u);
+      }
     }
     apply_penalties(p, row[0], tid, lo, hi);
     if (p[P_MASK] != 0u) {
@@ -687,7 +705,7 @@ fn prepass(b: u32, c: u32, p: array<u32, 72>, row: array<u32, 8>, tid: u32) {
         if (hist_p) {  // the open last bin is never needed (reaching it means every token): no atomics there
           let j = bin_of(sc);
           if (j < NB - 1u) {
-            let hc = (tid % HIST_COPIES) * 2u * NB;
+            let hc = (tid % hist_copies()) * 2u * NB;
             atomicAdd(&hist[hc + j], 1u);
             atomicAdd(&hist[hc + NB + j], u32(e * MASS_ONE));
           }
@@ -704,12 +722,21 @@ fn prepass(b: u32, c: u32, p: array<u32, 72>, row: array<u32, 8>, tid: u32) {
     let z = reduce_sum_f2(vec2<f32>(zs, z1), tid);
     let g = reduce_argmax(sk, si, tid);
     workgroupBarrier();
-    for (var j = tid; j < 2u * NB; j += WG) {
-      var h = 0u;
-      for (var cp = 0u; cp < HIST_COPIES; cp++) {
-        h += atomicLoad(&hist[cp * 2u * NB + j]);
+    // The chunk's bins into the row's histogram: counts, and masses (at most 2^31 per chunk) as 64-bit sums.
+    if (hist_p) {
+      let hb = b * CTR_STRIDE + 1u;
+      for (var j = tid; j < 2u * NB; j += WG) {
+        var h = 0u;
+        for (var cp = 0u; cp < hist_copies(); cp++) {
+          h += atomicLoad(&hist[cp * 2u * NB + j]);
+        }
+        if (h != 0u) {
+          let old = atomicAdd(&ctr[hb + j], h);
+          if (j >= NB && old + h < old) {
+            atomicAdd(&ctr[hb + NB + j], 1u);
+          }
+        }
       }
-      scratch[sb + off_h() + c * 2u * NB + j] = h;
     }
     if (tid == 0u) {
       scratch[sb + off_z() + 2u * c] = bitcast<u32>(z.x);
@@ -726,7 +753,8 @@ fn prepass(b: u32, c: u32, p: array<u32, 72>, row: array<u32, 8>, tid: u32) {
     return;
   }
   var t0 = 0u;       // top-k: candidates have key >= t0
-  var jstar = NB;    // top-p alone: candidates have bin <= jstar
+  var jstar = NB;    // top-p alone: candidates have jlo <= bin <= jstar
+  var jlo = 0u;
   if (use_k) {
     var tk = 0u;
     for (var cc = tid; cc < NW; cc += WG) {
@@ -736,66 +764,142 @@ fn prepass(b: u32, c: u32, p: array<u32, 72>, row: array<u32, 8>, tid: u32) {
   } else {
     let z = zsum(sb, tid).x;
     g_qscale = 2147483648.0 / z;
+    // The row's bins into hist (counts, then masses as f32 bits), and group totals of BIN_GROUP bins into red_f /
+    // red_u.
+    let hb = b * CTR_STRIDE + 1u;
+    for (var j = tid; j < NB; j += WG) {
+      atomicStore(&hist[j], atomicLoad(&ctr[hb + j]));
+      let m = (f32(atomicLoad(&ctr[hb + 2u * NB + j])) * 4294967296.0 + f32(atomicLoad(&ctr[hb + NB + j]))) / MASS_ONE;
+      atomicStore(&hist[NB + j], bitcast<u32>(m));
+    }
+    workgroupBarrier();
+    const NG = NB / BIN_GROUP;
+    for (var g = tid; g < NG; g += WG) {
+      var gm = 0.0;
+      var gn = 0u;
+      for (var j = g * BIN_GROUP; j < (g + 1u) * BIN_GROUP; j++) {
+        gn += atomicLoad(&hist[j]);
+        gm += bitcast<f32>(atomicLoad(&hist[NB + j]));
+      }
+      red_f[g] = vec2<f32>(gm, 0.0);
+      red_u[g] = gn;
+    }
+    workgroupBarrier();
+    // The list's bins [jlo, jstar]. jstar: the first bin whose mass from the top reaches (top_p + margin) * Z (the
+    // histogram's masses round down, so the exact cut is no lower). jlo: the first bin whose mass from the top
+    // might reach (top_p - margin) * Z, counting each token's rounding (under 2^-20); the tokens of the bins above
+    // it hold less than the target mass, so they all survive and need not be listed. Each is found in its group
+    // of bins first, then in that group.
+    if (tid == 0u) {
+      let need = (top_p + TOP_P_MARGIN) * z;
+      let below = (top_p - TOP_P_MARGIN) * z;
+      // The groups holding each bound (phase 2 leaves the open last bin empty: reaching it means every token).
+      var acc = 0.0;
+      var n = 0u;
+      var gl = NG;
+      var gs = NG;
+      var acc_l = 0.0;
+      var n_l = 0u;
+      var acc_s = 0.0;
+      var n_s = 0u;
+      for (var g = 0u; g < NG; g++) {
+        let gm = red_f[g].x;
+        let gn = red_u[g];
+        if (gl == NG && acc + gm + f32(n + gn) / MASS_ONE >= below) {
+          gl = g;
+          acc_l = acc;
+          n_l = n;
+        }
+        if (acc + gm >= need) {
+          gs = g;
+          acc_s = acc;
+          n_s = n;
+          break;
+        }
+        acc += gm;
+        n += gn;
+      }
+      // Inside them. The group's own sums decided it, so without a bin that crosses on its own (f32 order) the
+      // bound falls back to the group's first bin (jlo) or last bin (jstar): still the safe side of the cut.
+      var js = NB;
+      var n_hi = 0u;
+      var jl = NB;
+      var n_lo = 0u;
+      if (gs < NG) {
+        let end = min((gs + 1u) * BIN_GROUP, NB - 1u);
+        js = end - 1u;
+        n_hi = n_s;
+        for (var j = gs * BIN_GROUP; j < end; j++) {
+          n_hi += atomicLoad(&hist[j]);
+          acc_s += bitcast<f32>(atomicLoad(&hist[NB + j]));
+          if (acc_s >= need) {
+            js = j;
+            break;
+          }
+        }
+        jl = gl * BIN_GROUP;
+        n_lo = n_l;
+        for (var j = gl * BIN_GROUP; j < min((gl + 1u) * BIN_GROUP, js); j++) {
+          let nj = atomicLoad(&hist[j]);
+          acc_l += bitcast<f32>(atomicLoad(&hist[NB + j]));
+          if (acc_l + f32(n_l + nj) / MASS_ONE >= below) {
+            break;
+          }
+          n_l += nj;
+          jl = j + 1u;
+          n_lo = n_l;
+        }
+      }
+      wg_pair = vec2<u32>(js, select(n_hi - n_lo, V, js >= NB));
+      wg_sel = vec2<u32>(jl, n_lo);
+    }
+    let sel = workgroupUniformLoad(&wg_pair);
+    let lo_sel = workgroupUniformLoad(&wg_sel);
+    jstar = sel.x;
+    jlo = lo_sel.x;
+    // One pass: the chunk's fixed-point mass total, and over its tokens above the list their mass and best Gumbel
+    // score (phase 4's draw over the survivors takes these with the list's).
+    g_k1 = mix32(p[P_SEED_LO] ^ 0x3c6ef372u);
+    let k2 = mix32(p[P_SEED_HI] ^ mix32(g_k1 ^ 0xa54ff53au));
+    g_ks = mix32(k2 ^ mix32(row[3] + 0x9e3779b9u));
     var qs = 0u;
+    var qa = 0u;
+    var sk = 0u;
+    var si = NONE;
     for (var i0 = tid; i0 < g_n; i0 += UNROLL * WG) {
       var xs = load_row(i0);
       for (var u = 0u; u < UNROLL && i0 + u * WG < g_n; u++) {
-        qs += mass(xs[u]);
+        let x = xs[u];
+        let w = mass(x);
+        qs += w;
+        let sc = (x - g_m) * g_inv_t;
+        if (bin_of(sc) < jlo) {
+          qa += w;
+          let i = dom_id(i0 + u * WG);
+          let k = key_of(sc - log(exp_draw(i)));
+          if (better(k, i, sk, si)) {
+            sk = k;
+            si = i;
+          }
+        }
       }
     }
     let q = reduce_sum_u(qs, tid);
-    // The bins' totals over the row's chunks (WG / NB lanes per bin, then the lanes added), the first bins whose
-    // mass reaches (top_p + margin) * Z, and how many tokens they hold.
-    let lanes = WG / NB;
-    let lane = tid / NB;
-    let bin = tid % NB;
-    var hm = 0.0;
-    var hn = 0u;
-    if (lane < lanes) {
-      for (var cc = lane; cc < NW; cc += lanes) {
-        hn += scratch[sb + off_h() + cc * 2u * NB + bin];
-        hm += f32(scratch[sb + off_h() + cc * 2u * NB + NB + bin]);
-      }
-    }
-    red_f[tid] = vec2<f32>(hm, 0.0);
-    red_u[tid] = hn;
-    workgroupBarrier();
-    var tm = 0.0;
-    var tn = 0u;
-    if (tid < NB) {
-      for (var l = 0u; l < lanes; l++) {
-        tm += red_f[l * NB + tid].x;
-        tn += red_u[l * NB + tid];
-      }
-    }
-    workgroupBarrier();
-    if (tid < NB) {
-      red_f[tid] = vec2<f32>(tm / MASS_ONE, 0.0);
-      red_u[tid] = tn;
-    }
-    workgroupBarrier();
+    let q_above = reduce_sum_u(qa, tid);
+    let g = reduce_argmax(sk, si, tid);
     if (tid == 0u) {
-      scratch[sb + off_q() + c] = q;
-      let need = (top_p + TOP_P_MARGIN) * z;
-      var acc = 0.0;
-      var n = 0u;
-      var js = NB;
-      for (var j = 0u; j < NB - 1u; j++) {
-        acc += red_f[j].x;
-        n += red_u[j];
-        if (acc >= need) {
-          js = j;
-          break;
-        }
+      scratch[sb + off_q() + 2u * c] = q;
+      scratch[sb + off_q() + 2u * c + 1u] = q_above;
+      scratch[sb + off_gum() + 2u * c] = g.x;
+      scratch[sb + off_gum() + 2u * c + 1u] = g.y;
+      if (c == 0u) {
+        scratch[sb + off_na()] = lo_sel.y;
       }
-      wg_pair = vec2<u32>(js, select(n, V, js >= NB));
     }
-    let sel = workgroupUniformLoad(&wg_pair);
-    jstar = sel.x;
     // Past CAP phase 4 walks the vocabulary: no chunk writes a list.
     if (sel.y > CAP) {
       if (c == 0u && tid == 0u) {
-        atomicStore(&ctr[b], sel.y);
+        atomicStore(&ctr[b * CTR_STRIDE], sel.y);
       }
       return;
     }
@@ -807,7 +911,7 @@ fn prepass(b: u32, c: u32, p: array<u32, 72>, row: array<u32, 8>, tid: u32) {
   for (var i0 = tid; i0 < g_n; i0 += UNROLL * WG) {
     var xs = load_row(i0);
     for (var u = 0u; u < UNROLL && i0 + u * WG < g_n; u++) {
-      if (take_cand(xs[u], use_k, t0, jstar)) {
+      if (take_cand(xs[u], use_k, t0, jlo, jstar)) {
         atomicAdd(&n_above, 1u);
       }
     }
@@ -815,7 +919,7 @@ fn prepass(b: u32, c: u32, p: array<u32, 72>, row: array<u32, 8>, tid: u32) {
   workgroupBarrier();
   if (tid == 0u) {
     let mine = atomicLoad(&n_above);
-    wg_scalar = select(atomicAdd(&ctr[b], mine), CAP, mine == 0u);
+    wg_scalar = select(atomicAdd(&ctr[b * CTR_STRIDE], mine), CAP, mine == 0u);
     atomicStore(&n_above, 0u);
   }
   let base = workgroupUniformLoad(&wg_scalar);
@@ -825,7 +929,7 @@ fn prepass(b: u32, c: u32, p: array<u32, 72>, row: array<u32, 8>, tid: u32) {
   for (var i0 = tid; i0 < g_n; i0 += UNROLL * WG) {
     var xs = load_row(i0);
     for (var u = 0u; u < UNROLL && i0 + u * WG < g_n; u++) {
-      if (take_cand(xs[u], use_k, t0, jstar)) {
+      if (take_cand(xs[u], use_k, t0, jlo, jstar)) {
         let at = base + atomicAdd(&n_above, 1u);
         if (at < CAP) {
           scratch[sb + off_c() + at] = dom_id(i0 + u * WG);
@@ -835,11 +939,12 @@ fn prepass(b: u32, c: u32, p: array<u32, 72>, row: array<u32, 8>, tid: u32) {
   }
 }
 
-fn take_cand(x: f32, use_k: bool, t0: u32, jstar: u32) -> bool {
+fn take_cand(x: f32, use_k: bool, t0: u32, jlo: u32, jstar: u32) -> bool {
   if (use_k) {
     return key_of(x) >= t0;
   }
-  return jstar >= NB || bin_of((x - g_m) * g_inv_t) <= jstar;
+  let j = bin_of((x - g_m) * g_inv_t);
+  return j >= jlo && (jstar >= NB || j <= jstar);
 }
 
 @compute @workgroup_size(WG)
@@ -885,6 +990,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   g_n = V;
   g_cand = false;
   g_qtotal = NONE;
+  g_qabove = 0u;
   let sb = b * srow();
   let slot = row[0];
   let generated = row[3];
@@ -906,7 +1012,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var fallback = n_top > 0u;
     if (!fallback && (use_k || use_top_p)) {
       if (tid == 0u) {
-        wg_scalar = atomicLoad(&ctr[b]);
+        wg_scalar = atomicLoad(&ctr[b * CTR_STRIDE]);
       }
       fallback = workgroupUniformLoad(&wg_scalar) > CAP;
     }
@@ -944,6 +1050,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   // The split step: temperature alone takes the chunks' draws; top-k / top-p walk the candidate list unless it
   // overflowed; the normalisers come from the chunks where the list does not hold every token they sum.
   var alone = false;
+  var above_list = false;  // top-p alone over a list: the tokens above it survive (phase 3's mass and best draw)
   var split_z = PHASE == 4u && greedy;  // Z (top-p alone) and Z1 (logprobs) from the chunk sums
   if (PHASE == 4u && !greedy && n_top == 0u) {
     if (!use_k && !use_top_p) {
@@ -951,7 +1058,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
       split_z = true;
     } else {
       if (tid == 0u) {
-        wg_scalar = atomicLoad(&ctr[b]);
+        wg_scalar = atomicLoad(&ctr[b * CTR_STRIDE]);
       }
       let n = workgroupUniformLoad(&wg_scalar);
       if (n <= CAP) {
@@ -961,10 +1068,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         split_z = true;
         if (!use_k) {
           var q = 0u;
+          var qa = 0u;
           for (var c = tid; c < NW; c += WG) {
-            q += scratch[sb + off_q() + c];
+            q += scratch[sb + off_q() + 2u * c];
+            qa += scratch[sb + off_q() + 2u * c + 1u];
           }
           g_qtotal = reduce_sum_u(q, tid);
+          g_qabove = reduce_sum_u(qa, tid);
+          above_list = true;
         }
       }
     }
@@ -1033,6 +1144,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     if (use_top_p) {
       t_surv = radix_select(MODE_MASS, 0u, tid);
     }
+    // The tokens above a top-p list: phase 3's best draws per chunk.
+    var above = vec2<u32>(0u, NONE);
+    if (above_list) {
+      var ak = 0u;
+      var ai = NONE;
+      for (var c = tid; c < NW; c += WG) {
+        let k = scratch[sb + off_gum() + 2u * c];
+        let i = scratch[sb + off_gum() + 2u * c + 1u];
+        if (better(k, i, ak, ai)) {
+          ak = k;
+          ai = i;
+        }
+      }
+      above = reduce_argmax(ak, ai, tid);
+    }
     // Gumbel-max over the survivors: argmax s_i - log(E_i), E_i ~ Exp(1).
     g_k1 = mix32(p[P_SEED_LO] ^ 0x3c6ef372u);
     let k2 = mix32(p[P_SEED_HI] ^ mix32(g_k1 ^ 0xa54ff53au));
@@ -1057,9 +1183,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         }
       }
     }
-    token = reduce_argmax(sk, si, tid).y;
+    let listed = reduce_argmax(sk, si, tid);
+    token = select(listed.y, above.y, better(above.x, above.y, listed.x, listed.y));
     if (WRITE_STATS) {
       n_survivors = reduce_sum_u(cnt, tid);
+      if (above_list) {
+        n_survivors += scratch[sb + off_na()];
+      }
     }
   }
 

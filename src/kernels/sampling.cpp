@@ -222,13 +222,14 @@ Result<SampleOp> SampleOp::create(gpu::Context& ctx, bool cpu_kernel, bool split
   const uint32_t V = (uint32_t)constants.at("V");
   op.chunks_ = (V + kSampleChunk - 1) / kSampleChunk;
   if (cpu_kernel) split = false;
-  // The scratch row of sample.wgsl (srow()): chunk maxima 4, best draws 2, exp sums 2, mass totals 1 and two
-  // histograms of NB bins per chunk, then the candidate list. One word per row when unsplit (bound, unused).
-  const uint64_t srow = split ? (uint64_t)op.chunks_ * (9 + 2 * kSampleBins) + kSampleCap : 1;
+  // The scratch row of sample.wgsl (srow()): per chunk maxima 4, best draws 2, exp sums 2, mass totals 2; the count
+  // above the list 1; the candidate list. One word per row when unsplit (bound, unused). The candidate counter row
+  // (kSampleCtrStride words) also holds the row's mass histogram.
+  const uint64_t srow = split ? (uint64_t)op.chunks_ * 10 + 1 + kSampleCap : 1;
   if (!cpu_kernel) {
     EWGPU_ASSIGN(op.scratch_, ctx.createBuffer(srow * max_rows * 4, gpu::BufferKind::kStorage, "sample-scratch"));
-    EWGPU_ASSIGN(op.ctr_, ctx.createBuffer(std::max<uint64_t>(max_rows, 4) * 4, gpu::BufferKind::kStorage,
-                                           "sample-candidates"));
+    EWGPU_ASSIGN(op.ctr_, ctx.createBuffer((uint64_t)std::max<uint32_t>(max_rows, 1) * kSampleCtrStride * 4,
+                                           gpu::BufferKind::kStorage, "sample-candidates"));
     constants["NW"] = op.chunks_;
     constants["CHUNK"] = kSampleChunk;
     constants["CAP"] = kSampleCap;

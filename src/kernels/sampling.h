@@ -148,7 +148,9 @@ class SampleOp {
   void record(gpu::Recorder& rec, uint32_t rows, bool split = true) const;
   uint32_t dispatches() const { return (uint32_t)steps_.size(); }
   bool split() const { return steps_.size() > 1; }
-  const gpu::Buffer& candidates() const { return ctr_; }  // split: u32 [rows], the last step's list lengths
+  // split: u32 [rows, kSampleCtrStride]; word 0 of each row is the last step's list length (past kSampleCap: the
+  // row took the whole-vocabulary finish), then the row's top-p mass histogram.
+  const gpu::Buffer& candidates() const { return ctr_; }
 
  private:
   struct Step {
@@ -163,7 +165,8 @@ class SampleOp {
 };
 inline constexpr uint32_t kSampleChunk = 2048;   // sample.wgsl CHUNK
 inline constexpr uint32_t kSampleCap = 4096;     // sample.wgsl CAP
-inline constexpr uint32_t kSampleBins = 64;      // sample.wgsl NB
+inline constexpr uint32_t kSampleBins = 512;     // sample.wgsl NB
+inline constexpr uint32_t kSampleCtrStride = 1 + 3 * kSampleBins;  // sample.wgsl CTR_STRIDE
 
 // Exposed for tests: the order-preserving key of a float, and the Exp(1) draw of token i at (seed, generated).
 uint32_t sampleOrderKey(float x);

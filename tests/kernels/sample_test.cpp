@@ -809,7 +809,7 @@ void expectSamePicks(uint32_t V, uint32_t K, uint32_t seed) {
 // (the split step adds its normalisers per chunk). The candidate counters show which rows took the list.
 void expectSplitMatchesWhole(uint32_t V, uint32_t K, uint32_t seed) {
   SCOPED_TRACE("V=" + std::to_string(V));
-  const uint32_t B = 8, W = sampleMaskWords(V);
+  const uint32_t B = 9, W = sampleMaskWords(V);
   std::mt19937 rng(seed);
   Rig whole = makeRig(B, V, K, true, {}, Sampler::kWhole);
   Rig split = makeRig(B, V, K, true, {}, Sampler::kSplit);
@@ -819,7 +819,8 @@ void expectSplitMatchesWhole(uint32_t V, uint32_t K, uint32_t seed) {
   for (uint32_t k = 0; k < K; ++k)
     for (uint32_t i = 0; i < V; ++i) {
       logits[(size_t(k) * B + 3) * V + i] *= 4.0f;   // row 3: peaked
-      logits[(size_t(k) * B + 4) * V + i] *= 0.01f;  // row 4: nearly uniform (a random-weight model's row)
+      logits[(size_t(k) * B + 4) * V + i] *= 0.5f;   // row 4: flat (a random-weight model's row: sigma 1)
+      logits[(size_t(k) * B + 8) * V + i] *= 0.01f;  // row 8: nearly uniform
     }
   std::vector<uint32_t> counts(size_t(B) * V, 0);
   for (uint32_t i = 0; i < B * V; ++i) {
@@ -841,6 +842,7 @@ void expectSplitMatchesWhole(uint32_t V, uint32_t K, uint32_t seed) {
   p[6].temperature = 0.5f, p[6].top_p = 0.8f, p[6].token_mask = true, p[6].seed = rng();
   p[7].temperature = 0.9f, p[7].top_p = 0.5f, p[7].seed = rng(), p[7].logit_bias = {{7, 100.0f}, {11, 8.0f}};
   p[7].stop_token_ids = {11, 3};
+  p[8].temperature = 0.6f, p[8].top_p = 0.95f, p[8].seed = rng();
   std::vector<RowState> rows;
   for (uint32_t b = 0; b < B; ++b) rows.push_back(freshRow(b, 3 * b));
   runBoth(whole, split, logits, counts, mask, p, rows, K);
@@ -857,17 +859,24 @@ void expectSplitMatchesWhole(uint32_t V, uint32_t K, uint32_t seed) {
       EXPECT_NEAR(c.logprob, a.logprob, 1e-5);
     }
   expectSameState(split, whole);
-  // The last step's candidate counts: rows 2, 3, 6 and 7 drew from a list; at the Qwen vocabulary rows 4 and 5 had
-  // more candidates than the list holds and took the whole-vocabulary finish.
-  const auto cand = readWords(ctx, split.op->candidates(), B);
-  for (uint32_t b : {2u, 3u, 6u, 7u}) {
+  // The last step's candidate counts: rows 2, 3, 4, 6 and 7 drew from a list. Row 4 keeps about 60% of the vocabulary
+  // at top-p 0.95, but its list holds only the bins around the cut. At the Qwen vocabulary rows 5 (top-k V / 3) and
+  // 8 (every token in one bin) had more candidates than the list holds and took the whole-vocabulary finish.
+  const auto ctr = readWords(ctx, split.op->candidates(), size_t(B) * kSampleCtrStride);
+  std::vector<uint32_t> cand(B);
+  for (uint32_t b = 0; b < B; ++b) cand[b] = ctr[size_t(b) * kSampleCtrStride];
+  for (uint32_t b : {2u, 3u, 4u, 6u, 7u}) {
     EXPECT_GE(cand[b], 1u) << "row " << b;
     EXPECT_LE(cand[b], kSampleCap) << "row " << b;
   }
   if (V > 4 * kSampleCap) {
-    EXPECT_GT(cand[4], kSampleCap);
     EXPECT_GT(cand[5], kSampleCap);
+    EXPECT_GT(cand[8], kSampleCap);
   }
+  // Row 4's survivors (WRITE_STATS) are most of the vocabulary, far more than its list: the tokens above the list
+  // are counted in.
+  const auto rows_s = readWords(ctx, split.rows, size_t(B) * kSampleRowWords);
+  if (V > 4 * kSampleCap) EXPECT_GT(rows_s[4 * kSampleRowWords + 7], 4 * kSampleCap);
 }
 
 // Both rigs pin their kernel, so the run under sample_wgsl_test (EWGPU_SAMPLE_CPU=0) would repeat this one.
