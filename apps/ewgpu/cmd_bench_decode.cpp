@@ -73,7 +73,20 @@ Result<DecodeRow> measure(LocalEngine& e, uint32_t k, uint32_t tokens, uint32_t 
   if (res.error) return *res.error;
   row.ms_per_token = res.completion_tokens > 1 ? res.decode_ms / (res.completion_tokens - 1) : 0;
   row.tok_s = row.ms_per_token > 0 ? 1000 / row.ms_per_token : 0;
-  // GPU time of K steps (timestamps) and CPU encode time of K steps.
+  // GPU time of K steps (timestamps) and CPU encode time of K steps, on the row made active again: the generation
+  // above finished it, and a finished row's sampler only marks the step, which would leave sampling out of the time.
+  const Forward& fwd = *e.forward;
+  const uint32_t one = 1, zero = 0, pos = prompt_tokens, budget = 1u << 30;
+  e.ctx->write(fwd.rows(), kRowPos * 4, &pos, 4);
+  e.ctx->write(fwd.rows(), kRowActive * 4, &one, 4);
+  e.ctx->write(fwd.rows(), kRowOutIndex * 4, &zero, 4);
+  e.ctx->write(fwd.rows(), kRowFinish * 4, &zero, 4);
+  SamplingParams open = sampling;  // the same parameters with a budget the timed steps cannot reach
+  open.max_tokens = budget;
+  uint32_t pw[Forward::kParamWords] = {};
+  encodeParams(open, pw);
+  e.ctx->write(fwd.params(), 0, pw, sizeof pw);
+  e.ctx->write(fwd.activeRows(), 0, &one, 4);
   auto timer = gpu::Timer::create(*e.ctx, 64);
   if (!timer) return std::move(timer).error();
   gpu::Recorder rec(*e.ctx, 0);
