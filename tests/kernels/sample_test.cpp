@@ -664,15 +664,18 @@ TEST(SampleKernel, ReportsDispatchCost) {
   const uint32_t V = kQwenVocab, K = kKmax;
   std::mt19937 rng(1);
   Rig r = makeRig(1, V, K);
-  // A random-weight model's row (nearly uniform: top-p keeps most of the vocabulary), and a peaked one (logits with
-  // a standard deviation of 3, a few dozen tokens within a few nats of the top, as a trained model's often are).
-  const std::vector<float> flat = randomLogits(rng, V, 0.02f), peaked = randomLogits(rng, V, 3.0f);
+  // A nearly uniform row (top-p keeps most of the vocabulary, in one bin of the split sampler's histogram), a
+  // random-weight model's row (standard deviation 1: top-p 0.95 at T 0.6 keeps about half the vocabulary), and a
+  // peaked one (standard deviation 3, a few dozen tokens within a few nats of the top, as a trained model's often are).
+  const std::vector<float> flat = randomLogits(rng, V, 0.02f), peaked = randomLogits(rng, V, 3.0f),
+                           wide = randomLogits(rng, V, 1.0f);
   struct Setting {
     const char* name;
     SamplingParams p;
     bool peaked = false;
+    bool wide = false;
   };
-  std::vector<Setting> settings(6);
+  std::vector<Setting> settings(7);
   settings[0].name = "greedy", settings[0].p.temperature = 0;
   settings[1].name = "temperature 1", settings[1].p.temperature = 1;
   settings[2].name = "top_p 0.95", settings[2].p.top_p = 0.95f;
@@ -682,12 +685,14 @@ TEST(SampleKernel, ReportsDispatchCost) {
   settings[4].peaked = true;
   settings[5].name = "T 0.7, top_p 0.8, top_k 20, peaked", settings[5].p.temperature = 0.7f;
   settings[5].p.top_p = 0.8f, settings[5].p.top_k = 20, settings[5].peaked = true;
+  settings[6].name = "T 0.6, top_p 0.95, sigma 1", settings[6].p.temperature = 0.6f, settings[6].p.top_p = 0.95f;
+  settings[6].wide = true;
   auto timer = gpu::Timer::create(sharedContext());
   ASSERT_TRUE(timer.ok());
   for (auto& s : settings) {
     r.step_logits.clear();
-    for (uint32_t k = 0; k < K; ++k)
-      r.step_logits.insert(r.step_logits.end(), (s.peaked ? peaked : flat).begin(), (s.peaked ? peaked : flat).end());
+    const std::vector<float>& row = s.peaked ? peaked : s.wide ? wide : flat;
+    for (uint32_t k = 0; k < K; ++k) r.step_logits.insert(r.step_logits.end(), row.begin(), row.end());
     upload(r, {s.p}, {freshRow(0, 0)});
     runSteps(r, 1);  // warm-up
     upload(r, {s.p}, {freshRow(0, 0)});
