@@ -132,15 +132,16 @@ int profile(LocalEngine& e, uint32_t repeat) {
               repeat, total, "kernel", "count", "ms", "share");
   for (const auto& [name, v] : by)
     std::printf("%-14s %6d %10.3f %7.1f%%\n", name.c_str(), v.second, v.first, 100 * v.first / total);
-  // The dispatches of the first layer (up to the second attention-class kernel) and the last three, in order.
+  // The dispatches of the first layer (up to the second attention-class kernel) and the last six (the final norm or
+  // lm_head and the sampler's phases), in order.
   const auto& labels = rec.passLabels();
   const auto& details = rec.passDetails();
   size_t n = std::min(per->size(), labels.size()), first_layer_end = n, seen = 0;
   for (size_t i = 0; i < n; ++i)
     if ((labels[i] == "attention" || labels[i] == "gdn_recurrent") && ++seen == 2) { first_layer_end = i; break; }
-  std::printf("\nper dispatch (first layer, then the last three):\n");
+  std::printf("\nper dispatch (first layer, then the last six):\n");
   for (size_t i = 0; i < n; ++i) {
-    if (i >= first_layer_end && i + 3 < n) continue;
+    if (i >= first_layer_end && i + 6 < n) continue;
     std::printf("%4zu %-14s %9.1f us  %s\n", i, labels[i].c_str(), (*per)[i] / 1e3, details[i].c_str());
   }
   return 0;
