@@ -11,12 +11,14 @@
 // SPLIT > 1 (decode, flash-decoding): workgroup z takes the z-th of SPLIT equal ranges of the positions and
 // writes its unnormalised partial (Σ p·v, running max m, Σ p) to out as [tokens, HQ, SPLIT, D/4 + 1] vec4s;
 // attention_combine.wgsl merges them. Few heads × one token would otherwise keep most of the GPU idle.
-// Per block of WG positions: every thread scores one position (q·k over D with 16-byte loads), one workgroup
-// max (two barriers), then the threads split as D/4 columns × WG/(D/4) position lanes to accumulate p·v with
+// Per block of WG positions: every thread scores one position (q·k over D with 16-byte loads; with TPP > 1, TPP
+// neighbouring threads share a position, each taking every TPP-th column so a subgroup's loads cover whole K rows,
+// and add their parts with subgroup shuffles), one workgroup max (two barriers), then the threads split as D/4 columns × WG/(D/4) position lanes to accumulate p·v with
 // 16-byte coalesced loads. The softmax denominator is kept per thread and summed once at the end.
 // PAGED (kv_page.wgsl): K/V are addressed through the slot's page table at the tail of `rows`.
 // KV16 (a define, Context::kernel): the cache holds f16, four values per vec2<u32> (pack2x16float); scores and
 // sums stay f32. Half the bytes per position read; the CPU reference keeps f32 (the default on CPU adapters).
+//#enable subgroups
 override D: u32 = 64u;          // head dim, multiple of 4, ≤ 256 (≤ 512 with the HEAD512 define)
 override HQ: u32 = 1u;
 override HKV: u32 = 1u;
@@ -39,6 +41,7 @@ override WG: u32 = 256u;         // 256, or 64 where barriers are expensive (CPU
 override RS: u32 = 16u;          // reduction fan-in: RS * RS == WG
 override DV: u32 = D / 4u;       // vec4 columns of a head
 override PL: u32 = WG / DV;      // position lanes in the p·v accumulation
+override TPP: u32 = 1u;          // threads per position scoring q·k (1, 2, 4, 8; > 1 needs subgroups of ≥ TPP)
 
 @group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;  // [tokens, HQ, D] (unused with FUSED)
 @group(0) @binding(1) var<storage, read> rows: array<u32>;
@@ -70,6 +73,41 @@ var<workgroup> vcur: array<vec4<f32>, 64>;
 //#include qk_rope
 
 //#include kv_page
+
+//#if SUBGROUPS
+// TPP > 1: the scores of block positions blk + j (j < WG), TPP threads per position (every TPP-th column, so a
+// subgroup's load instruction reads whole K rows instead of one column of 32 rows), summed by shuffles; each
+// position's score lands in p[j] (-3e38 past `last`) and the thread gets its own position's. All the rounds'
+// loads are issued before the first shuffle.
+fn scoreShared(blk: u32, last: u32, slot: u32, g: u32, raw_pos: u32, lid: u32) -> f32 {
+  let sub = lid % TPP;
+  let lane = lid / TPP;
+  // Rounds of WG / TPP positions up to the block's last one (a short range, early in a sequence, takes one).
+  let rounds = min(TPP, (min(last + 1u - blk, WG) + WG / TPP - 1u) / (WG / TPP));
+  var sds: array<f32, 8>;
+  for (var r = 0u; r < rounds; r++) {
+    let pp = blk + r * (WG / TPP) + lane;
+    var d4 = vec4<f32>(0.0);
+    if (pp <= last) {
+      if (FUSED && !KV_SHARED && pp == raw_pos) {
+        for (var c = sub; c < DV; c += TPP) { d4 += qs[c] * kcur[c]; }
+      } else {
+        let kr = kvRow(slot, g, pp) * DV;
+        for (var c = sub; c < DV; c += TPP) { d4 += qs[c] * kload(kr + c); }
+      }
+    }
+    sds[r] = d4.x + d4.y + d4.z + d4.w;
+  }
+  for (var r = 0u; r < rounds; r++) {
+    var sd = sds[r];
+    for (var m = TPP / 2u; m > 0u; m = m / 2u) { sd += subgroupShuffleXor(sd, m); }
+    let j = r * (WG / TPP) + lane;
+    if (sub == 0u) { p[j] = select(-3.0e38, softcap(sd, SOFTCAP), blk + j <= last); }
+  }
+  workgroupBarrier();
+  return select(-3.0e38, p[lid], blk + lid <= last);
+}
+//#endif
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -139,7 +177,16 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
   for (var blk = first; blk <= last; blk += WG) {
     let pp = blk + lid;
     var s = -3.0e38;
-    if (pp <= last) {
+    // A block of more than one round's positions takes TPP threads per position; a short one (early in a sequence,
+    // or a short range of a wide split) keeps a thread per position, which loads its few rows at once.
+    var lanes = false;
+//#if SUBGROUPS
+    if (TPP > 1u && last + 1u - blk > WG / TPP) {
+      s = scoreShared(blk, last, slot, g, raw_pos, lid);
+      lanes = true;
+    }
+//#endif
+    if (!lanes && pp <= last) {
       let kr = kvRow(slot, g, pp) * DV;
       var d4 = vec4<f32>(0.0);
       if (FUSED && !KV_SHARED && pp == raw_pos) {

@@ -312,6 +312,17 @@ Status Forward::createBuffers() {
   if (ctx_.info().cpuAdapter()) attn_split_ = 1;
   if (const char* e = std::getenv("EWGPU_ATTN_SPLIT")) attn_split_ = std::clamp<uint32_t>(std::atoi(e), 1, 64);
   if (c.isGemma4()) attn_split_ = 1;  // attention_combine takes one head dim; gemma4's vary by layer
+  // attention.wgsl's threads per scored position (TPP), at most the subgroup size where subgroups hold them (1
+  // elsewhere); per layer, a quarter of its head's vec4 columns (the pipelines below). EWGPU_ATTN_TPP = 1 / 2 / 4 / 8
+  // fixes it (a CPU adapter with subgroups takes it too: tests).
+  attn_tpp_cap_ = ctx_.info().subgroups && !ctx_.info().cpuAdapter()
+                      ? std::clamp<uint32_t>(ctx_.info().subgroup_min_size, 1, 8) : 1;
+  attn_tpp_fixed_ = 0;
+  if (const char* e = std::getenv("EWGPU_ATTN_TPP")) {
+    const uint32_t t = (uint32_t)std::atoi(e);
+    attn_tpp_fixed_ = t >= 8 ? 8 : t >= 4 ? 4 : t >= 2 ? 2 : 1;
+    if (ctx_.info().subgroups) attn_tpp_cap_ = std::clamp<uint32_t>(ctx_.info().subgroup_min_size, 1, 8);
+  }
   if (attn_split_ > 1)
     EWGPU_ASSIGN(attn_part_, buffer(B * c.n_heads * attn_split_ * (maxHeadDim(c) + 4) * 4, "attention-partials", act));
   EWGPU_ASSIGN(prows_, buffer((kRowWords + tables) * 4, "prefill-rows", nullptr));
@@ -562,6 +573,9 @@ Status Forward::createDecodeOps() {
         ak["PT"] = pass ? kRowWords : B * kRowWords;  // the tables follow the prefill row / the decode rows
         ak["FUSED"] = pass ? 0 : 1;
         ak["SPLIT"] = pass ? 1 : attn_split_;
+        // A quarter of the head's vec4 columns per thread group (64-wide heads 4 threads, 128 and wider 8), so each
+        // thread loads four or more and a subgroup's loads read whole K rows (docs/measurements/h200-run24).
+        ak["TPP"] = std::min(attn_tpp_cap_, attn_tpp_fixed_ ? attn_tpp_fixed_ : D >= 128 ? 8u : D >= 64 ? 4u : 2u);
         ak["SCALE"] = c.attnScale();
         ak["WINDOW"] = c.windowOf(l);
         if (c.attn_softcap > 0) ak["SOFTCAP"] = c.attn_softcap;
@@ -579,7 +593,7 @@ Status Forward::createDecodeOps() {
         // It reads an f32 cache only: an f16 one (EWGPU_KV=f16 on a CPU adapter) goes through attention.wgsl.
         const bool cpu_attn = !kv16_ && kernels::attentionCpuServes(ctx_.info(), attn_split_);
         if (cpu_attn) {
-          for (const char* unused : {"PREFILL", "FUSED", "SPLIT", "WG", "RS"}) ak.erase(unused);
+          for (const char* unused : {"PREFILL", "FUSED", "SPLIT", "WG", "RS", "TPP"}) ak.erase(unused);
           ak["PT"] = B * kRowWords;
           ak["PT1"] = kRowWords;
         }
@@ -590,7 +604,7 @@ Status Forward::createDecodeOps() {
                          c.n_heads % c.n_kv_heads == 0 && c.attn_softcap == 0 &&
                          !(c.rope_scaling && c.rope_scaling->llama4_beta > 0);
         if (gqa) {
-          for (const char* unused : {"PREFILL", "FUSED"}) ak.erase(unused);
+          for (const char* unused : {"PREFILL", "FUSED", "TPP"}) ak.erase(unused);
           const uint32_t dv = D / 4;
           auto bytes = [&](uint32_t wg) { return (G * dv * 16 + G * wg * 4 + wg * 20 + 64) + 2048u + 2048u; };
           const uint32_t wg = bytes(256) <= ctx_.info().max_compute_workgroup_storage_size ? 256 : 64;

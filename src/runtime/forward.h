@@ -238,6 +238,8 @@ class Forward {
   std::optional<SampleOp> sample_, psample_;  // decode rows, the prefill row
   // Decode attention split over position ranges (attention.wgsl SPLIT) and merged by attention_combine.wgsl.
   uint32_t attn_split_ = 1;
+  uint32_t attn_tpp_cap_ = 1;    // attention.wgsl TPP (threads per scored position): at most this
+  uint32_t attn_tpp_fixed_ = 0;  // EWGPU_ATTN_TPP (0: by head dim)
   gpu::Buffer attn_part_;
   const gpu::Kernel* combine_ = nullptr;
   gpu::BindGroup combine_bg_;

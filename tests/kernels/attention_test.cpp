@@ -95,6 +95,7 @@ struct GpuAttn {
   bool cpu = false;  // attention_cpu.wgsl for both passes (CPU adapters' plain-loop kernel)
   bool kv16 = false;  // the cache holds f16 pairs (the KV16 define)
   bool gqa = false;   // fused decode through attention_gqa.wgsl (one workgroup per KV head)
+  uint32_t tpp = 1;   // attention.wgsl's threads per scored position
   gpu::Constants base(bool prefill, uint32_t rows_words) const {
     gpu::Constants c{{"D", s.d}, {"HQ", s.hq}, {"HKV", s.hkv}, {"CTX", ctx_len}, {"PREFILL", prefill ? 1 : 0},
                      {"GATED", s.gated ? 1 : 0}};
@@ -131,6 +132,7 @@ struct GpuAttn {
       c2["QK_NORM"] = s.qk_norm ? 1 : 0;
       c2["SPLIT"] = split;
     }
+    if (tpp != 1) c2["TPP"] = tpp;
     const bool plain = cpu;  // attention_cpu for both passes; the grid's z says which (2: prefill)
     if (plain) {
       for (const char* unused : {"PREFILL", "FUSED", "SPLIT", "WG", "RS"}) c2.erase(unused);
@@ -175,7 +177,7 @@ struct GpuAttn {
 };
 
 void runShape(const Shape& s, uint32_t seed, uint32_t wg = 256, bool fused = false, uint32_t split = 1,
-              bool paged = false, bool cpu_kernel = false, bool kv16 = false, bool gqa = false) {
+              bool paged = false, bool cpu_kernel = false, bool kv16 = false, bool gqa = false, uint32_t tpp = 1) {
   // f16 K and V: each stored value is off by up to 2^-11 of itself, so outputs by about that much of their scale.
   const double tol = kv16 ? 2e-3 : 2e-5;
   std::mt19937 rng(seed);
@@ -203,7 +205,7 @@ void runShape(const Shape& s, uint32_t seed, uint32_t wg = 256, bool fused = fal
   }
   const size_t kv_floats = (paged ? (size_t)pool * s.hkv * 16 * s.d : cpu.k.size()) / (kv16 ? 2 : 1);
   GpuAttn gpu_{poisoned(kv_floats), poisoned(kv_floats), upload(table), upload(cpu.norms), ctx_len, s, wg, fused, split,
-               tables, paged ? maxp : 0, cpu_kernel, kv16, gqa};
+               tables, paged ? maxp : 0, cpu_kernel, kv16, gqa, tpp};
   const uint32_t W = (s.gated ? 2 : 1) * s.hq * s.d + 2 * s.hkv * s.d;
   auto randomRows = [&](uint32_t n) {
     std::vector<float> v((size_t)n * W);
@@ -320,6 +322,23 @@ TEST(Attention, GroupedQueryHeadsShareAWorkgroup) {
   runShape({256, 4, 1, 64, true, true}, 33, 64, true, 3, false, false, true, true);
   runShape({64, 8, 2, 64, false, false}, 34, 256, true, 16, true, false, true, true);
   runShape({32, 2, 2, 32, false, false, 40}, 35, 64, true, 5, false, false, false, true);
+}
+
+// Scores with TPP threads per position summed by subgroup shuffles (the GPUs' decode and prefill through
+// attention.wgsl): 2, 4 and 8 threads where the adapter's subgroups hold them, with prefill blocks that end
+// mid-round, fused and split decode (the token's own k from workgroup memory), page tables, the f16 cache, the
+// Qwen3.5 gate with 256-dim heads, a sliding window, 64-thread workgroups.
+TEST(Attention, ScoresSharedBySubgroupLanes) {
+  const auto& info = ctx().info();
+  if (!info.subgroups) GTEST_SKIP() << "no subgroups";
+  for (uint32_t tpp : {2u, 4u, 8u}) {
+    if (tpp > info.subgroup_min_size) continue;
+    SCOPED_TRACE("TPP " + std::to_string(tpp));
+    runShape({64, 8, 2, 64, false, false}, 41, 256, true, 1, false, false, false, false, tpp);
+    runShape({128, 4, 2, 128, true, false}, 42, 256, true, 4, true, false, true, false, tpp);
+    runShape({256, 4, 1, 64, true, true}, 43, 64, true, 3, false, false, false, false, tpp);
+    runShape({32, 2, 2, 32, false, false, 40}, 44, 64, true, 5, true, false, true, false, tpp);
+  }
 }
 
 TEST(Attention, SmallWorkgroupAsOnCpuAdapters) {
