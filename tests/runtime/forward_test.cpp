@@ -52,6 +52,8 @@ constexpr double kLogitTol = 2e-4;
 // digit (kInt8) and ≤ 3.1e-5 with two (kInt16, the default on GPUs): the f32 tolerance holds for it.
 constexpr double kInt8LogitTol = 2e-2;
 constexpr double kInt16LogitTol = kLogitTol;
+// An f16 KV cache (fixture_test's bound for it).
+constexpr double kF16KvLogitTol = 2e-3;
 
 // Prefill (two chunks) and five decode steps against the reference, logits within `tol`. The prefill GEMMs take
 // `prefill` x (kAuto: f32).
@@ -97,12 +99,26 @@ void checkLogitsIn(const std::string& dir, kernels::Activations act, double tol,
               e, ed);
 }
 
+// With an f32 KV cache: the tolerances above are for f32 K and V (the GPUs' default cache is f16, checked below).
 void checkLogits(const Param& p, kernels::Activations act, double tol) {
-  checkLogitsIn(testing::tinyFolder(p.arch, p.quant), act, tol);
+  checkLogitsIn(testing::tinyFolder(p.arch, p.quant), act, tol, kernels::Activations::kAuto, ForwardOptions::Kv::kF32);
 }
 
 TEST_P(ForwardVsReference, PrefillAndDecodeLogitsMatch) {
   checkLogits(GetParam(), kernels::Activations::kF32, kLogitTol);
+}
+
+// The f16 KV cache (the GPUs' default, except gemma4's: its f32 cache is kept) against the reference: each stored
+// K and V value is off by up to 2^-11 of itself, so logits by up to about 5e-4 of max |logit| on these folders
+// (gemma2, gemma3_text and olmo2 on the H200 and SwiftShader alike); within kF16KvLogitTol, fixture_test's f16 bound.
+// CPU adapters keep an f32 cache, and check one architecture's f16 path (attention.wgsl's compile time).
+TEST_P(ForwardVsReference, F16KvCacheCloseToReference) {
+  const Param p = GetParam();
+  if (p.arch == Arch::kGemma4) GTEST_SKIP() << "gemma4 keeps an f32 KV cache";
+  if (gpuContext().info().cpuAdapter() && !(p.arch == Arch::kLlama && p.quant == Quant::kQ4F16_1))
+    GTEST_SKIP() << "CPU adapters check llama q4f16_1's f16 cache";
+  checkLogitsIn(testing::tinyFolder(p.arch, p.quant), kernels::Activations::kF32, kF16KvLogitTol,
+                kernels::Activations::kAuto, ForwardOptions::Kv::kF16);
 }
 
 // Greedy generation through the Generator for K = 1, 2, 15: tokens identical to `want` (the reference's, or with
