@@ -158,7 +158,9 @@ TEST_P(ForwardVsReference, Int16ActivationsMatchReference) {
   const Param p = GetParam();
   if (p.quant == Quant::kQ0F16) GTEST_SKIP() << "q0f16 GEMVs keep f32 x";
   if (!gpuContext().info().packed_dot4) GTEST_SKIP() << "no WGSL packed dot product";
-  checkLogits(p, kernels::Activations::kInt16, kInt16LogitTol);
+  // gemma4's scale-1 attention amplifies x̂'s error: two digits measured 2.37e-4 of max |logit| on the H200
+  // (docs/measurements/h200-run24 call e; 1.3e-4 on SwiftShader), so it takes the int8 prefill test's 1e-3.
+  checkLogits(p, kernels::Activations::kInt16, p.arch == Arch::kGemma4 ? 1e-3 : kInt16LogitTol);
   checkGreedy(p, kernels::Activations::kInt16, true);
 }
 
