@@ -13,8 +13,8 @@
 // attention_combine.wgsl merges them. Few heads × one token would otherwise keep most of the GPU idle.
 // Per block of WG positions: every thread scores one position (q·k over D with 16-byte loads; with TPP > 1, TPP
 // neighbouring threads share a position, each taking every TPP-th column so a subgroup's loads cover whole K rows,
-// and add their parts with subgroup shuffles), one workgroup max (two barriers), then the threads split as D/4 columns × WG/(D/4) position lanes to accumulate p·v with
-// 16-byte coalesced loads. The softmax denominator is kept per thread and summed once at the end.
+// and add their parts with subgroup shuffles), one workgroup max (two barriers), then the threads split as D/4
+// columns × WG/(D/4) position lanes to accumulate p·v with 16-byte coalesced loads. The softmax denominator is kept per thread and summed once at the end.
 // PAGED (kv_page.wgsl): K/V are addressed through the slot's page table at the tail of `rows`.
 // KV16 (a define, Context::kernel): the cache holds f16, four values per vec2<u32> (pack2x16float); scores and
 // sums stay f32. Half the bytes per position read; the CPU reference keeps f32 (the default on CPU adapters).

@@ -573,9 +573,12 @@ Status Forward::createDecodeOps() {
         ak["PT"] = pass ? kRowWords : B * kRowWords;  // the tables follow the prefill row / the decode rows
         ak["FUSED"] = pass ? 0 : 1;
         ak["SPLIT"] = pass ? 1 : attn_split_;
-        // A quarter of the head's vec4 columns per thread group (64-wide heads 4 threads, 128 and wider 8), so each
-        // thread loads four or more and a subgroup's loads read whole K rows (docs/measurements/h200-run24).
-        ak["TPP"] = std::min(attn_tpp_cap_, attn_tpp_fixed_ ? attn_tpp_fixed_ : D >= 128 ? 8u : D >= 64 ? 4u : 2u);
+        // Decode: a quarter of the head's vec4 columns per thread group (64-wide heads 4 threads, 128 and wider 8),
+        // so each thread loads four or more and a subgroup's loads read whole K rows (docs/measurements/h200-run24).
+        // The prefill walk (heads over 128 on GPUs) keeps 1: TPP there is not measured yet.
+        ak["TPP"] = pass && !attn_tpp_fixed_
+                        ? 1u
+                        : std::min(attn_tpp_cap_, attn_tpp_fixed_ ? attn_tpp_fixed_ : D >= 128 ? 8u : D >= 64 ? 4u : 2u);
         ak["SCALE"] = c.attnScale();
         ak["WINDOW"] = c.windowOf(l);
         if (c.attn_softcap > 0) ak["SOFTCAP"] = c.attn_softcap;
