@@ -180,19 +180,32 @@ fn bin_of(s: f32) -> u32 {
   return u32(d);
 }
 
-// The row's max key and lowest id among the chunk maxima.
-fn row_best(sb: u32, tid: u32) -> vec2<u32> {
+// The best (key, id) pair of the chunks' pairs at scratch[at + stride·c], [at + stride·c + 1]: each invocation takes
+// chunks tid, tid + WG, ..., then the workgroup reduction.
+fn chunks_argmax(at: u32, stride: u32, tid: u32) -> vec2<u32> {
   var bk = 0u;
   var bi = NONE;
   for (var c = tid; c < NW; c += WG) {
-    let k = scratch[sb + 4u * c];
-    let i = scratch[sb + 4u * c + 1u];
+    let k = scratch[at + stride * c];
+    let i = scratch[at + stride * c + 1u];
     if (better(k, i, bk, bi)) {
       bk = k;
       bi = i;
     }
   }
   return reduce_argmax(bk, bi, tid);
+}
+
+// The row's max key and lowest id among the chunk maxima.
+fn row_best(sb: u32, tid: u32) -> vec2<u32> {
+  return chunks_argmax(sb, 4u, tid);
+}
+
+// The hash keys of this row's Exp(1) draws at (seed, generated count).
+fn set_draw_keys(p: array<u32, 72>, generated: u32) {
+  g_k1 = mix32(p[P_SEED_LO] ^ 0x3c6ef372u);
+  let k2 = mix32(p[P_SEED_HI] ^ mix32(g_k1 ^ 0xa54ff53au));
+  g_ks = mix32(k2 ^ mix32(generated + 0x9e3779b9u));
 }
 
 // The chunks' exp sums (x: temperature T, y: temperature 1) added up, each invocation taking chunks tid, tid + WG, ...
@@ -683,9 +696,7 @@ fn prepass(b: u32, c: u32, p: array<u32, 72>, row: array<u32, 8>, tid: u32) {
   let alone = !greedy && !use_k && !use_p && n_top == 0u;  // temperature alone: the draw is over every token
 
   if (PHASE == 2u) {
-    g_k1 = mix32(p[P_SEED_LO] ^ 0x3c6ef372u);
-    let k2 = mix32(p[P_SEED_HI] ^ mix32(g_k1 ^ 0xa54ff53au));
-    g_ks = mix32(k2 ^ mix32(row[3] + 0x9e3779b9u));
+    set_draw_keys(p, row[3]);
     let hist_p = use_p && !use_k;
     var zs = 0.0;
     var z1 = 0.0;
@@ -859,9 +870,7 @@ fn prepass(b: u32, c: u32, p: array<u32, 72>, row: array<u32, 8>, tid: u32) {
     jlo = lo_sel.x;
     // One pass: the chunk's fixed-point mass total, and over its tokens above the list their mass and best Gumbel
     // score (phase 4's draw over the survivors takes these with the list's).
-    g_k1 = mix32(p[P_SEED_LO] ^ 0x3c6ef372u);
-    let k2 = mix32(p[P_SEED_HI] ^ mix32(g_k1 ^ 0xa54ff53au));
-    g_ks = mix32(k2 ^ mix32(row[3] + 0x9e3779b9u));
+    set_draw_keys(p, row[3]);
     var qs = 0u;
     var qa = 0u;
     var sk = 0u;
@@ -1127,17 +1136,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   var n_survivors = 1u;
   if (alone) {
     // Gumbel-max over every token: the chunks' best scores.
-    var sk = 0u;
-    var si = NONE;
-    for (var c = tid; c < NW; c += WG) {
-      let k = scratch[sb + off_gum() + 2u * c];
-      let i = scratch[sb + off_gum() + 2u * c + 1u];
-      if (better(k, i, sk, si)) {
-        sk = k;
-        si = i;
-      }
-    }
-    token = reduce_argmax(sk, si, tid).y;
+    token = chunks_argmax(sb + off_gum(), 2u, tid).y;
     n_survivors = V;
   } else if (!greedy) {
     var t_surv = g_tk;
@@ -1147,22 +1146,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     // The tokens above a top-p list: phase 3's best draws per chunk.
     var above = vec2<u32>(0u, NONE);
     if (above_list) {
-      var ak = 0u;
-      var ai = NONE;
-      for (var c = tid; c < NW; c += WG) {
-        let k = scratch[sb + off_gum() + 2u * c];
-        let i = scratch[sb + off_gum() + 2u * c + 1u];
-        if (better(k, i, ak, ai)) {
-          ak = k;
-          ai = i;
-        }
-      }
-      above = reduce_argmax(ak, ai, tid);
+      above = chunks_argmax(sb + off_gum(), 2u, tid);
     }
     // Gumbel-max over the survivors: argmax s_i - log(E_i), E_i ~ Exp(1).
-    g_k1 = mix32(p[P_SEED_LO] ^ 0x3c6ef372u);
-    let k2 = mix32(p[P_SEED_HI] ^ mix32(g_k1 ^ 0xa54ff53au));
-    g_ks = mix32(k2 ^ mix32(generated + 0x9e3779b9u));
+    set_draw_keys(p, generated);
     var sk = 0u;
     var si = NONE;
     var cnt = 0u;
