@@ -315,14 +315,11 @@ Status Forward::createBuffers() {
   // attention.wgsl's threads per scored position (TPP), at most the subgroup size where subgroups hold them (1
   // elsewhere); per layer, a quarter of its head's vec4 columns (the pipelines below). EWGPU_ATTN_TPP = 1 / 2 / 4 / 8
   // fixes it (a CPU adapter with subgroups takes it too: tests).
-  attn_tpp_cap_ = ctx_.info().subgroups && !ctx_.info().cpuAdapter()
+  const char* tpp_env = std::getenv("EWGPU_ATTN_TPP");
+  const uint32_t tpp_req = tpp_env ? (uint32_t)std::atoi(tpp_env) : 0;
+  attn_tpp_fixed_ = !tpp_env ? 0 : tpp_req >= 8 ? 8 : tpp_req >= 4 ? 4 : tpp_req >= 2 ? 2 : 1;
+  attn_tpp_cap_ = ctx_.info().subgroups && (!ctx_.info().cpuAdapter() || tpp_env)
                       ? std::clamp<uint32_t>(ctx_.info().subgroup_min_size, 1, 8) : 1;
-  attn_tpp_fixed_ = 0;
-  if (const char* e = std::getenv("EWGPU_ATTN_TPP")) {
-    const uint32_t t = (uint32_t)std::atoi(e);
-    attn_tpp_fixed_ = t >= 8 ? 8 : t >= 4 ? 4 : t >= 2 ? 2 : 1;
-    if (ctx_.info().subgroups) attn_tpp_cap_ = std::clamp<uint32_t>(ctx_.info().subgroup_min_size, 1, 8);
-  }
   if (attn_split_ > 1)
     EWGPU_ASSIGN(attn_part_, buffer(B * c.n_heads * attn_split_ * (maxHeadDim(c) + 4) * 4, "attention-partials", act));
   EWGPU_ASSIGN(prows_, buffer((kRowWords + tables) * 4, "prefill-rows", nullptr));
