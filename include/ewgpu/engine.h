@@ -165,7 +165,9 @@ class Engine {
   // an http(s) base URL. The first model loaded becomes the current one.
   LoadHandle load(const std::string& source, LoadOptions opts = {});
   Status use(const std::string& id);
-  Status unload(const std::string& id = "");  // "" = the current model; its jobs end as cancelled
+  // "" = the current model. It leaves resident() and the model lists at once and its jobs end as cancelled; its GPU
+  // memory is freed on the driver thread soon after.
+  Status unload(const std::string& id = "");
   void unloadAll();
   std::vector<std::string> resident() const;  // models ready to run
   std::string current() const;

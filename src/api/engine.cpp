@@ -466,23 +466,18 @@ LoadHandle Engine::load(const std::string& source, LoadOptions opts) {
   return out;
 }
 
-void Engine::Impl::unloadOnDriver(const std::string& id) {
-  Effects fx;
-  std::unique_ptr<RowBackend> b;
-  std::optional<Resident> r;
-  {
-    std::lock_guard<std::mutex> lk(mu);
-    auto it = models.find(id);
-    if (it == models.end()) return;
-    b = sched.removeModel(id, fx);
-    r.emplace(std::move(it->second));
-    models.erase(it);
-    if (current_model == id) current_model = models.empty() ? "" : models.begin()->first;
-    sched.emit("model.unloaded", {{"model", id}}, fx);
-    post(std::move(fx));
-  }
-  b.reset();  // the executor before the Forward and the weights it uses
-  r.reset();
+// The model leaves the tables at once, so the caller's next look (resident(), /v1/models, a request naming it)
+// no longer finds it; only the GPU objects wait for the driver thread.
+DetachedModel Engine::Impl::detachLocked(const std::string& id, Effects& fx) {
+  DetachedModel d;
+  auto it = models.find(id);
+  if (it == models.end()) return d;
+  d.backend = sched.removeModel(id, fx);
+  d.resident.emplace(std::move(it->second));
+  models.erase(it);
+  if (current_model == id) current_model = models.empty() ? "" : models.begin()->first;
+  sched.emit("model.unloaded", {{"model", id}}, fx);
+  return d;
 }
 
 // A newly loaded model replaces the others that were not loaded with keep_resident and have no work.
@@ -493,7 +488,16 @@ void Engine::Impl::evictIdleExcept(const std::string& keep_id) {
     for (const auto& [id, r] : models)
       if (id != keep_id && !r.keep && !sched.modelBusy(id)) idle.push_back(id);
   }
-  for (const auto& id : idle) unloadOnDriver(id);
+  for (const auto& id : idle) {
+    Effects fx;
+    DetachedModel d;
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      d = detachLocked(id, fx);
+      post(std::move(fx));
+    }
+    d.destroy();
+  }
 }
 
 Status Engine::use(const std::string& id) {
@@ -514,10 +518,10 @@ Status Engine::unload(const std::string& id_in) {
     if (id.empty()) return makeError(ErrorCode::kNoModel, "no model is loaded");
     if (!impl_->models.count(id))
       return makeError(ErrorCode::kUnknownModel, "model " + id + " is not loaded", {{"model", id}, {"field", "model"}});
-    Impl* p = impl_.get();
-    impl_->commands.push_back([p, id](bool closing) {
-      if (!closing) p->unloadOnDriver(id);
-    });
+    Effects fx;
+    auto d = std::make_shared<DetachedModel>(impl_->detachLocked(id, fx));
+    impl_->post(std::move(fx));
+    impl_->commands.push_back([d](bool) { d->destroy(); });  // also when closing: before the context goes
     impl_->wake = true;
   }
   impl_->cv.notify_all();

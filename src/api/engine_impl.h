@@ -18,6 +18,7 @@
 
 #include <deque>
 #include <map>
+#include <optional>
 #include <thread>
 
 namespace ewgpu {
@@ -30,6 +31,17 @@ struct Resident {
   std::unique_ptr<Encoder> encoder;  // embedding models (bert) instead of forward: not in the scheduler
   bool keep = false;
   ModelInfo info;
+};
+
+// A model taken out of the engine's tables, still holding its GPU objects; destroyed on the driver thread
+// (the backend first: its executor uses the Forward and the weights).
+struct DetachedModel {
+  std::optional<Resident> resident;
+  std::unique_ptr<RowBackend> backend;
+  void destroy() {
+    backend.reset();
+    resident.reset();
+  }
 };
 
 // Subscribers, shared with the unsubscribe closures (which may outlive the engine).
@@ -87,7 +99,7 @@ struct Engine::Impl {
   void handleFailures(const std::vector<std::pair<std::string, EngineError>>& failures, Effects& fx);
   Status ensureContext();            // driver thread
   void runLoad(const std::string& source, LoadOptions lo, std::shared_ptr<Pending<Result<ModelInfo>>> out);
-  void unloadOnDriver(const std::string& id);
+  DetachedModel detachLocked(const std::string& id, Effects& fx);  // under mu; its jobs end as cancelled
   void evictIdleExcept(const std::string& keep_id);  // driver thread
 
   // Requests (engine_requests.cpp).
