@@ -21,7 +21,8 @@ Error badDims(const std::string& why, const GdnDims& d) {
 
 gpu::Constants shapeConstants(const GdnDims& d) { return {{"NK", d.nk}, {"NV", d.nv}, {"KD", d.kd}, {"VD", d.vd}}; }
 
-constexpr uint32_t kMaxRowsPerInvocation = 64;  // gdn_recurrent MAXR: state rows an invocation holds in registers
+constexpr uint32_t kMaxRowsPerInvocation = 64;  // also gdn_scan's MAXR
+constexpr uint32_t kScanCols = 16;  // gdn_scan: state columns per workgroup  // gdn_recurrent MAXR: state rows an invocation holds in registers
 
 // Invocations per state column: the largest power of two ≤ 8 that divides kd with vd * k within the device's
 // workgroup size (more invocations: fewer state rows each, all loads of a step in flight at once).
@@ -134,6 +135,7 @@ Result<GdnPrefillOp> GdnPrefillOp::create(gpu::Context& ctx, const GdnDims& dims
     op.bg_[0] = std::move(*bg);
     return op;
   }
+  if (algo == GdnPrefillAlgo::kColumns) return createColumns(ctx, std::move(op), b, ksplit);
   const uint64_t chunks = (max_tokens + kChunk - 1) / kChunk;
   auto scratch = ctx.createBuffer(chunks * dims.nv * kChunk * (dims.kd + dims.vd) * 4, gpu::BufferKind::kStorage,
                                   "gdn_chunk_scratch");
@@ -159,10 +161,54 @@ Result<GdnPrefillOp> GdnPrefillOp::create(gpu::Context& ctx, const GdnDims& dims
   return op;
 }
 
+// gdn_scan.wgsl: KSPLIT lanes per column (the largest power of two ≤ 8 and ≤ the smallest subgroup that divides
+// kd), CW columns per workgroup (EWGPU_GDN_CW, default kScanCols), then the norm pass.
+Result<GdnPrefillOp> GdnPrefillOp::createColumns(gpu::Context& ctx, GdnPrefillOp op, const GdnMixBuffers& b,
+                                                 uint32_t ksplit) {
+  const GdnDims& d = op.dims_;
+  const DeviceInfo& info = ctx.info();
+  if (!info.subgroups || info.subgroup_min_size == 0)
+    return makeError(ErrorCode::kUnsupported, "GDN column scan needs subgroups", {{"kernel", "gdn_scan"}});
+  const uint32_t lanes = std::min<uint32_t>(8, info.subgroup_min_size);
+  if (ksplit == 0) {
+    ksplit = 1;
+    while (ksplit * 2 <= lanes && d.kd % (ksplit * 2) == 0) ksplit *= 2;
+  }
+  if ((ksplit & (ksplit - 1)) != 0 || ksplit > lanes || d.kd % ksplit != 0 || d.kd / ksplit > kMaxRowsPerInvocation)
+    return makeError(ErrorCode::kBadRequest,
+                     "GDN column scan: ksplit must be a power of two within the subgroup size, dividing kd with "
+                     "kd/ksplit <= 64",
+                     {{"ksplit", ksplit}, {"kd", d.kd}, {"subgroup_min_size", info.subgroup_min_size}});
+  uint32_t cols = kScanCols;
+  if (const char* e = std::getenv("EWGPU_GDN_CW")) cols = std::max<uint32_t>(1, (uint32_t)std::strtoul(e, nullptr, 10));
+  cols = std::min({cols, d.vd, info.max_compute_invocations_per_workgroup / ksplit});
+  op.state_cols_ = cols;
+  gpu::Constants c = shapeConstants(d);
+  c["EPS"] = d.eps;
+  c["KSPLIT"] = ksplit;
+  c["CW"] = cols;
+  for (uint32_t mode = 0; mode < 2; ++mode) {
+    c["NORM"] = mode;
+    c["WG"] = mode == 0 ? cols * ksplit : d.vd;
+    auto k = ctx.kernel("gdn_scan", c);
+    if (!k) return std::move(k).error();
+    op.k_[mode] = *k;
+    auto bg = ctx.bindGroup(*op.k_[mode], {b.prep, b.proj, b.norm_w, b.info, b.state, b.out});
+    if (!bg) return std::move(bg).error();
+    op.bg_[mode] = std::move(*bg);
+  }
+  return op;
+}
+
 void GdnPrefillOp::record(gpu::Recorder& rec, uint32_t tokens) const {
   if (tokens == 0 || tokens > max_tokens_) return;
   if (algo_ == GdnPrefillAlgo::kSequential) {
     rec.dispatch(*k_[0], bg_[0], dims_.nv);
+    return;
+  }
+  if (algo_ == GdnPrefillAlgo::kColumns) {
+    rec.dispatch(*k_[0], bg_[0], dims_.nv, (dims_.vd + state_cols_ - 1) / state_cols_);
+    rec.dispatch(*k_[1], bg_[1], dims_.nv, tokens);
     return;
   }
   const uint32_t chunks = (tokens + kChunk - 1) / kChunk;

@@ -92,23 +92,30 @@ class GdnRecurrentOp {
 enum class GdnPrefillAlgo {
   kChunked,     // §6.8, chunks of 64: 3 dispatches (solve per chunk, state carry, output per chunk)
   kSequential,  // token-by-token recurrence, one workgroup per value head: 1 dispatch (reference)
+  kColumns,     // the same recurrence with a head's value columns spread over workgroups (no barrier per token),
+                // then the gated norm: 2 dispatches; needs subgroups (gdn_scan.wgsl)
 };
 
 class GdnPrefillOp {
  public:
+  // ksplit: lanes per state column (sequential, columns; 0 = automatic). kColumns fails without subgroups.
   static Result<GdnPrefillOp> create(gpu::Context& ctx, const GdnDims& dims, uint32_t max_tokens,
                                      const GdnMixBuffers& b, GdnPrefillAlgo algo = GdnPrefillAlgo::kChunked,
                                      uint32_t ksplit = 0);
   // `tokens` must equal meta[0] (it sets the grid); 1 <= tokens <= max_tokens.
   void record(gpu::Recorder& rec, uint32_t tokens) const;
-  uint32_t dispatchCount() const { return algo_ == GdnPrefillAlgo::kChunked ? 3 : 1; }
+  uint32_t dispatchCount() const {
+    return algo_ == GdnPrefillAlgo::kChunked ? 3 : algo_ == GdnPrefillAlgo::kColumns ? 2 : 1;
+  }
   static constexpr uint32_t kChunk = 64;
 
  private:
+  static Result<GdnPrefillOp> createColumns(gpu::Context& ctx, GdnPrefillOp op, const GdnMixBuffers& b,
+                                            uint32_t ksplit);
   GdnDims dims_;
   GdnPrefillAlgo algo_ = GdnPrefillAlgo::kChunked;
   uint32_t max_tokens_ = 0;
-  uint32_t state_cols_ = 0;  // state columns per workgroup of the state pass
+  uint32_t state_cols_ = 0;  // state columns per workgroup of the state pass (chunked) or of the scan (columns)
   gpu::Buffer scratch_;      // [ceil(max_tokens/64), nv, 64, kd+vd] f32
   const gpu::Kernel* k_[3] = {nullptr, nullptr, nullptr};
   gpu::BindGroup bg_[3];

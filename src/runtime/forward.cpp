@@ -97,13 +97,16 @@ uint32_t attnPrefillBk(uint32_t d) {
   return std::clamp<uint32_t>(e ? (uint32_t)std::strtoul(e, nullptr, 10) : 1024 / d, 1, 32);
 }
 // Qwen3.5's GDN prefill: the token-by-token recurrence (gdn_recurrent.wgsl PREFILL) on GPUs, the chunked form on CPU
-// adapters; EWGPU_GDN_PREFILL=sequential|chunked overrides. H200, one layer at the 2B's dims (gdn_bench,
+// adapters; EWGPU_GDN_PREFILL=sequential|chunked|columns overrides (columns, gdn_scan.wgsl, needs subgroups: the
+// sequential form without them; not yet measured on the H200, so not a default). H200, one layer at the 2B's dims (gdn_bench,
 // docs/measurements/h200-run23): 0.18 / 1.40 / 3.20 ms for 64 / 512 / 1024 tokens sequential, 0.73 / 2.39 / 4.63
 // chunked (the recurrence holds its state in registers since h200-run5, when it took 13 ms for 512).
 kernels::GdnPrefillAlgo gdnPrefillAlgo(const DeviceInfo& d) {
   const char* e = std::getenv("EWGPU_GDN_PREFILL");
   if (e && std::string(e) == "sequential") return kernels::GdnPrefillAlgo::kSequential;
   if (e && std::string(e) == "chunked") return kernels::GdnPrefillAlgo::kChunked;
+  if (e && std::string(e) == "columns")
+    return d.subgroups ? kernels::GdnPrefillAlgo::kColumns : kernels::GdnPrefillAlgo::kSequential;
   return d.cpuAdapter() ? kernels::GdnPrefillAlgo::kChunked : kernels::GdnPrefillAlgo::kSequential;
 }
 // Decode attention shared by a KV group on GPUs (attention_gqa.wgsl); EWGPU_ATTN_GQA=1 on, 0 off.

@@ -124,6 +124,9 @@ int main(int argc, char** argv) {
   auto seq =
       check(kernels::GdnPrefillOp::create(*ctx, d, max_rows, {{&prep}, {&proj}, {&norm_w}, {&meta}, {&state}, {&out}},
                                           kernels::GdnPrefillAlgo::kSequential));
+  auto cols_op = kernels::GdnPrefillOp::create(*ctx, d, max_rows, {{&prep}, {&proj}, {&norm_w}, {&meta}, {&state}, {&out}},
+                                               kernels::GdnPrefillAlgo::kColumns);
+  if (!cols_op.ok()) std::printf("column scan: %s\n", cols_op.error().toString().c_str());
 
   const char* unit = tm && tm->available() ? "GPU ms" : "wall ms";
   std::printf("\ndecode (one layer, per step; 20 steps per pass on a GPU)\n%-6s %12s %12s %12s\n", "rows", "conv",
@@ -145,16 +148,18 @@ int main(int argc, char** argv) {
     });
     std::printf("%-6u %12.4f %12.4f %12.4f   (%s)\n", b, c.ms / n, s.ms / n, both.ms / n, unit);
   }
-  std::printf("\nprefill (one layer, one sequence)\n%-8s %12s %12s %12s %14s %12s\n", "tokens", "conv", "chunked",
-              "sequential", "chunked tok/s", "seq/chunked");
+  std::printf("\nprefill (one layer, one sequence)\n%-8s %12s %12s %12s %12s %14s %12s %12s\n", "tokens", "conv",
+              "chunked", "sequential", "columns", "chunked tok/s", "seq/chunked", "cols/seq");
   for (uint32_t t : tokens) {
     uint32_t m[4] = {t, 0, 0, 0};
     ctx->write(meta, 0, m, 16);
     Timing c = best(*ctx, tm, repeats, [&](gpu::Recorder& r) { conv_p.record(r, t); });
     Timing ch = best(*ctx, tm, repeats, [&](gpu::Recorder& r) { chunked.record(r, t); });
     Timing sq = best(*ctx, tm, repeats, [&](gpu::Recorder& r) { seq.record(r, t); });
-    std::printf("%-8u %12.4f %12.4f %12.4f %14.0f %12.2f   (%s)\n", t, c.ms, ch.ms, sq.ms, t / (ch.ms / 1e3),
-                sq.ms / ch.ms, unit);
+    Timing co{};
+    if (cols_op.ok()) co = best(*ctx, tm, repeats, [&](gpu::Recorder& r) { cols_op->record(r, t); });
+    std::printf("%-8u %12.4f %12.4f %12.4f %12.4f %14.0f %12.2f %12.2f   (%s)\n", t, c.ms, ch.ms, sq.ms, co.ms,
+                t / (ch.ms / 1e3), sq.ms / ch.ms, cols_op.ok() ? co.ms / sq.ms : 0.0, unit);
   }
   return 0;
 }

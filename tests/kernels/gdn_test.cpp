@@ -342,6 +342,18 @@ TEST(GdnPrefill, SequentialT1) { runPrefill(kSmall, GdnPrefillAlgo::kSequential,
 TEST(GdnPrefill, SequentialT5) { runPrefill(kSmall, GdnPrefillAlgo::kSequential, 5, true, 52); }
 TEST(GdnPrefill, SequentialT64) { runPrefill(kSmall, GdnPrefillAlgo::kSequential, 64, false, 53); }
 TEST(GdnPrefill, SequentialT150) { runPrefill(kSmall, GdnPrefillAlgo::kSequential, 150, false, 54); }
+// The column scan (GPUs with subgroups): columns past the last (vd 20 and 40 against 16 per workgroup), a state
+// column per lane (kd 24), the 2B's head dims.
+TEST(GdnPrefill, ColumnsT1) { runPrefill(kSmall, GdnPrefillAlgo::kColumns, 1, false, 61); }
+TEST(GdnPrefill, ColumnsT5Fresh) { runPrefill(kSmall, GdnPrefillAlgo::kColumns, 5, true, 62); }
+TEST(GdnPrefill, ColumnsT150) { runPrefill(kSmall, GdnPrefillAlgo::kColumns, 150, false, 63); }
+TEST(GdnPrefill, ColumnsOddDims) {
+  runPrefill({.nk = 1, .nv = 3, .kd = 24, .vd = 40}, GdnPrefillAlgo::kColumns, 99, false, 64);
+  runPrefill({.nk = 1, .nv = 3, .kd = 24, .vd = 20}, GdnPrefillAlgo::kColumns, 7, true, 65);
+}
+TEST(GdnPrefill, ColumnsHeadDim128) {
+  runPrefill({.nk = 2, .nv = 4, .kd = 128, .vd = 128}, GdnPrefillAlgo::kColumns, 150, false, 66);
+}
 
 // ---- the whole mixer: conv prefill + chunked prefill, then conv decode + recurrent decode ----------------------
 

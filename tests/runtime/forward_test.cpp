@@ -254,10 +254,10 @@ TEST(TiledPrefillAttention, HeadDim128MatchesReference) {
   unsetenv("EWGPU_ATTN_CPU");
 }
 
-// Qwen3.5's GDN prefill in both forms through the whole forward: the chunked one (CPU adapters' default) and the
-// token-by-token recurrence (GPUs' default), two chunks each, logits at the f32 tolerance.
-TEST(GdnPrefill, BothFormsMatchReference) {
-  for (const char* form : {"chunked", "sequential"}) {
+// Qwen3.5's GDN prefill in each form through the whole forward: the chunked one (CPU adapters' default), the
+// token-by-token recurrence and its column scan, two chunks each, logits at the f32 tolerance.
+TEST(GdnPrefill, EveryFormMatchesReference) {
+  for (const char* form : {"chunked", "sequential", "columns"}) {
     SCOPED_TRACE(form);
     setenv("EWGPU_GDN_PREFILL", form, 1);
     checkLogitsIn(testing::tinyFolder(Arch::kQwen3_5, Quant::kQ4F16_1), kernels::Activations::kF32, kLogitTol,
