@@ -74,11 +74,12 @@ print(f'$name: load {j[\"load_ms\"]:.1f} ms, {gb:.3f} GB, {j[\"load_ms\"] / 1000
   fi
   # PREFILL_VARIANTS="EWGPU_PREFILL_Q8=0 EWGPU_PREFILL_Q8=1" repeats the prefill bench once per set of comma-separated
   # environment assignments (issue 15, item 1: f32 GEMM against the int8 path) into the same file, at PREFILL_LENGTHS.
+  # PREFILL_FLAGS="--profile" adds the last length's last chunk kernel by kernel.
   if [ -z "${SKIP_PREFILL:-}" ]; then
     for v in ${PREFILL_VARIANTS:-default}; do
       echo "== $shape ${v}" | tee -a "$OUT/prefill-$shape.txt"
       env $( [ "$v" = default ] || echo "$v" | tr ',' ' ') $B/ewgpu bench prefill /tmp/m-$shape \
-        --lengths ${PREFILL_LENGTHS:-128,512} 2>&1 | tee -a "$OUT/prefill-$shape.txt"
+        --lengths ${PREFILL_LENGTHS:-128,512} ${PREFILL_FLAGS:-} 2>&1 | tee -a "$OUT/prefill-$shape.txt"
     done
   fi
   # The CLI end to end on the real shape (random weights, so the text is noise; the timings line is the point).

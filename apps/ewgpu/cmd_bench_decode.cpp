@@ -1,12 +1,14 @@
 // ewgpu bench decode MODEL [--steps 1,2,4,8,16,32] [--tokens N] [--json]: decode throughput per K (decode steps
 // per GPU sync) against the floor = weight bytes per token / measured read bandwidth + dispatches per token ×
 // measured dependent-dispatch cost. Also GPU ms/token (timestamps), CPU encode ms/token, passes per token.
-// ewgpu bench prefill MODEL [--lengths 128,512] [--json]: prefill tok/s and achieved FLOP rate.
+// ewgpu bench prefill MODEL [--lengths 128,512] [--profile] [--json]: prefill tok/s and achieved FLOP rate; with
+// --profile, the last prefill chunk's GPU time kernel by kernel.
 #include "command.h"
 #include "gpu/microbench.h"
 #include "model/expected_params.h"
 #include "runtime/local_engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -103,16 +105,20 @@ Result<DecodeRow> measure(LocalEngine& e, uint32_t k, uint32_t tokens, uint32_t 
   return row;
 }
 
-// GPU time of one decode step by kernel: each dispatch is issued `repeat` times in a pass of its own and timed
-// (pass time / repeat: the dispatch's cost between neighbours, as inside a step). With repeat 1 every figure
-// carries a pass's overhead. Runs last: repeated dispatches repeat their side effects on the engine's state.
-int profile(LocalEngine& e, uint32_t repeat) {
-  auto timer = gpu::Timer::create(*e.ctx, 1024);
+// Times what `record` records kernel by kernel: each dispatch is issued `repeat` times in a pass of its own and
+// timed (pass time / repeat: the dispatch's cost between neighbours). With repeat 1 every figure carries a pass's
+// overhead. Repeated dispatches repeat their side effects on the engine's state, so a profile runs last. Prints the
+// total and share per kernel, then the dispatches of the first layer (up to the second run of `layer_marks`
+// kernels, one run per layer) and the last six.
+template <class Record>
+int profile(LocalEngine& e, uint32_t repeat, const std::string& what, const std::vector<std::string>& layer_marks,
+            Record record) {
+  auto timer = gpu::Timer::create(*e.ctx, 2048);
   if (!timer) return reportError(timer.error(), false);
   gpu::Recorder rec(*e.ctx, 0);
   rec.setTimer(timer->get());
   rec.setSplitPasses(true, repeat);
-  e.forward->recordDecodeStep(rec);
+  record(rec);
   (*timer)->resolve(rec);
   Status st = rec.submit();
   if (st) st = e.ctx->finish();
@@ -128,21 +134,23 @@ int profile(LocalEngine& e, uint32_t repeat) {
     ++n;
     total += (*per)[i] / 1e6;
   }
-  std::printf("\nprofile of one decode step (each dispatch %u times in a pass of its own): %.3f ms\n%-14s %6s %10s %8s\n",
-              repeat, total, "kernel", "count", "ms", "share");
+  std::printf("\nprofile of %s (each dispatch %u times in a pass of its own): %.3f ms\n%-18s %6s %10s %8s\n",
+              what.c_str(), repeat, total, "kernel", "count", "ms", "share");
   for (const auto& [name, v] : by)
-    std::printf("%-14s %6d %10.3f %7.1f%%\n", name.c_str(), v.second, v.first, 100 * v.first / total);
-  // The dispatches of the first layer (up to the second attention-class kernel) and the last six (the final norm or
-  // lm_head and the sampler's phases), in order.
+    std::printf("%-18s %6d %10.3f %7.1f%%\n", name.c_str(), v.second, v.first, 100 * v.first / total);
   const auto& labels = rec.passLabels();
   const auto& details = rec.passDetails();
   size_t n = std::min(per->size(), labels.size()), first_layer_end = n, seen = 0;
   for (size_t i = 0; i < n; ++i)
-    if ((labels[i] == "attention" || labels[i] == "gdn_recurrent") && ++seen == 2) { first_layer_end = i; break; }
+    if (std::find(layer_marks.begin(), layer_marks.end(), labels[i]) != layer_marks.end() &&
+        (i == 0 || labels[i - 1] != labels[i]) && ++seen == 2) {
+      first_layer_end = i;
+      break;
+    }
   std::printf("\nper dispatch (first layer, then the last six):\n");
   for (size_t i = 0; i < n; ++i) {
     if (i >= first_layer_end && i + 6 < n) continue;
-    std::printf("%4zu %-14s %9.1f us  %s\n", i, labels[i].c_str(), (*per)[i] / 1e3, details[i].c_str());
+    std::printf("%4zu %-18s %9.1f us  %s\n", i, labels[i].c_str(), (*per)[i] / 1e3, details[i].c_str());
   }
   return 0;
 }
@@ -198,7 +206,9 @@ int runBenchDecode(const BenchFlags& f) {
   for (const auto& r : rows)
     std::printf("%4u %10.1f %10.3f %12.3f %12.3f %12.3f %10.2f\n", r.k, r.tok_s, r.ms_per_token, r.gpu_ms_per_token,
                 r.encode_ms_per_token, r.passes_per_token, r.ms_per_token / floor_ms);
-  if (f.profile) return profile(e, f.profile_repeat);
+  if (f.profile)
+    return profile(e, f.profile_repeat, "one decode step", {"attention", "gdn_recurrent"},
+                   [&](gpu::Recorder& rec) { e.forward->recordDecodeStep(rec); });
   return 0;
 }
 
@@ -242,6 +252,16 @@ int runBenchPrefill(const BenchFlags& f) {
     std::cout << nlohmann::json{{"device", e.ctx->info().device}, {"prefill_digits", e.forward->prefillDigits()},
                                 {"rows", out}}.dump(2)
               << "\n";
+  if (f.profile && !json) {
+    // The last length's last chunk again, from the state its prefill left (the ids, the prefill row and meta hold
+    // that chunk's values): the same dispatches with the same grids, positions and keys to attend to.
+    const uint32_t n = lengths.back(), chunk = e.forward->prefillChunk();
+    const uint32_t tail = n % chunk == 0 ? chunk : n % chunk;
+    const std::string what = "the last prefill chunk of " + std::to_string(n) + " tokens (" + std::to_string(tail) +
+                             " tokens at positions " + std::to_string(n - tail) + ".." + std::to_string(n - 1) + ")";
+    return profile(e, f.profile_repeat, what, {"qk_prepare", "gdn_conv"},
+                   [&](gpu::Recorder& rec) { e.forward->recordPrefillChunk(rec, tail, false, 0); });
+  }
   return 0;
 }
 
@@ -275,6 +295,11 @@ Registration reg_prefill{{"bench prefill", "prefill tok/s and achieved FLOP rate
                             app.add_option("--lengths", f->lengths, "prompt lengths, comma separated")
                                 ->delimiter(',')
                                 ->check(bounded<uint32_t>(1, 1 << 17));
+                            f->profile_repeat = 3;
+                            app.add_flag("--profile", f->profile,
+                                         "then time the last length's last prefill chunk kernel by kernel");
+                            app.add_option("--profile-repeat", f->profile_repeat, "repeats of each dispatch in --profile")
+                                ->check(bounded<uint32_t>(1, 1000));
                             return [f] { return runBenchPrefill(*f); };
                           }}};
 

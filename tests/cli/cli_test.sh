@@ -190,4 +190,13 @@ out=$("$EWGPU" show Llama-3.2-1B-Instruct-q4f16_1-MLC --json) || fail "show of a
 err=$("$EWGPU" show /no/such/dir 2>&1); [[ $err == *"no such model folder"* ]] || fail "show of a missing folder: $err"
 ok "run ID pull, show"
 
+# --- bench prefill --profile: the chunk's GPU time kernel by kernel (the qwen3_5 tiny model: 3 GDN layers, each
+# with its conv and state shift, and 1 attention layer) -----------------------------------------------------------
+out=$(timeout 120 "$EWGPU" bench prefill "$FIXTURE" --lengths 12,20 --profile --profile-repeat 1 2>&1) ||
+  fail "bench prefill --profile exited $?: ${out:0:400}"
+[[ $out == *"profile of the last prefill chunk of 20 tokens (20 tokens at positions 0..19)"* ]] &&
+  echo "$out" | grep -Eq '^gdn_conv +6 ' && echo "$out" | grep -Eq '^qk_prepare +1 ' &&
+  echo "$out" | grep -Eq '^ +0 embed ' || fail "bench prefill --profile: ${out:0:1500}"
+ok "bench prefill --profile"
+
 [ $failures -eq 0 ] && echo "cli: all ok" || { echo "cli: $failures failure(s)"; exit 1; }
