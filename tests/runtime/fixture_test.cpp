@@ -108,6 +108,20 @@ TEST(TransformersFixtureInt16, GpuLogitsMatchTransformers) {
   }
 }
 
+// The q4 GEMVs with x̂ as one int8 digit per element (EWGPU_GEMV_Q8=1, llama.cpp's q8_1 scheme; opt-in): the
+// error a one-digit default would bring, per family (docs/kernels.md). SwiftShader, 2026-12-03: 0.25% (gemma) ..
+// 2.4% (gemma2) of max |logit|. qwen3_5 (9.2%) and gemma4 (17.5%) are left out: they keep two digits everywhere.
+TEST(TransformersFixtureInt8, GpuLogitsMatchTransformers) {
+  if (!gpuContext().info().packed_dot4) GTEST_SKIP() << "no WGSL packed dot product";
+  for (const char* f : {"llama_tiny/q4f16_1", "mistral_tiny/q4f16_1", "qwen2_tiny/q4f16_1", "qwen3_tiny/q4f16_1",
+                        "gemma2_tiny/q4f16_1", "gpt_neox_tiny/q4f16_1", "phi_tiny/q4f16_1", "gemma_tiny/q4f16_1",
+                        "gemma3_text_tiny/q4f16_1", "phi3_tiny/q4f16_1", "olmo2_tiny/q4f16_1", "stablelm_tiny/q4f16_1",
+                        "ministral3_tiny/q4f16_1"}) {
+    SCOPED_TRACE(f);
+    checkFixture(f, kernels::Activations::kInt8, 3e-2);
+  }
+}
+
 // The f16 KV cache (the default on GPUs) with f32 x: its own tolerance, 2e-3 of max |logit| (measured on the H200
 // ≤ 5.3e-4, gemma3_text 5.2e-4 and olmo2 4.3e-4 the largest). CPU adapters default to f32 KV and check the f16 cache
 // in the attention tests (Attention.F16KvCache), so this runs on GPUs only: SwiftShader would spend another four
