@@ -223,10 +223,11 @@ int runBenchPrefill(const BenchFlags& f) {
   const double flops_per_token = 2.0 * (double)parameterCount(c);
   nlohmann::json out = nlohmann::json::array();
   if (!json)
-    std::printf("%s %s on %s (prefill chunk %u, prefill x %s)\n%8s %12s %12s %12s\n", c.model_type.c_str(),
+    std::printf("%s %s on %s (prefill chunk %u, prefill x %s%s)\n%8s %12s %12s %12s\n", c.model_type.c_str(),
                 std::string(quantName(c.quant)).c_str(), e.ctx->info().device.c_str(), e.forward->prefillChunk(),
                 e.forward->prefillDigits() == 0 ? "f32" : e.forward->prefillDigits() == 1 ? "int8" : "int16",
-                "tokens", "ms", "tok/s", "TFLOP/s");
+                e.forward->prefillMlpDigits() != e.forward->prefillDigits() ? ", MLP int8" : "", "tokens", "ms",
+                "tok/s", "TFLOP/s");
   for (uint32_t n : lengths) {
     double best = 1e30;
     for (int rep = 0; rep < 3; ++rep) {
@@ -250,6 +251,7 @@ int runBenchPrefill(const BenchFlags& f) {
   }
   if (json)
     std::cout << nlohmann::json{{"device", e.ctx->info().device}, {"prefill_digits", e.forward->prefillDigits()},
+                                {"prefill_mlp_digits", e.forward->prefillMlpDigits()},
                                 {"rows", out}}.dump(2)
               << "\n";
   if (f.profile && !json) {

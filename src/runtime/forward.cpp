@@ -814,7 +814,7 @@ Status Forward::createPrefillOps() {
   pdigits_ = pact == Activations::kInt8 ? 1 : pact == Activations::kInt16 ? 2 : 0;
   const bool q4 = c.quant == Quant::kQ4F16_1 || c.quant == Quant::kQ4F32_1;
   if (!q4) pdigits_ = 0;
-  kernels::GemmQ8 q8;
+  kernels::GemmQ8 q8, q8_mlp;
   if (pdigits_) {
     const kernels::GdnDims gd = gdnDims(c);
     const uint64_t kmax = std::max({(uint64_t)c.hidden, (uint64_t)maxQd(c), (uint64_t)maxInter(c),
@@ -822,9 +822,14 @@ Status Forward::createPrefillOps() {
     EWGPU_ASSIGN(pxq_, buffer((uint64_t)T * kernels::quantRowWords((uint32_t)kmax, pdigits_) * 4, "prefill-xq",
                               &stats_.activation_bytes));
     q8 = {&pxq_, pdigits_};
+    uint32_t mlp = opts_.prefill_mlp_digits;
+    if (const char* e = std::getenv("EWGPU_PREFILL_MLP_Q8"); e && !mlp) mlp = std::string(e) == "1" ? 1 : 0;
+    q8_mlp = {&pxq_, mlp == 1 ? 1u : pdigits_};  // the scratch holds pdigits_ ≥ 1 digits per row
   }
-  auto gemm = [&](const kernels::LinearWeights& w, const gpu::Buffer& x, const gpu::Buffer& y, Epilogue epi) {
-    return kernels::GemmOp::create(ctx_, w, x, y, pmeta_, epi, T, {}, q8);
+  pmlp_digits_ = pdigits_ ? q8_mlp.digits : 0;
+  auto gemm = [&](const kernels::LinearWeights& w, const gpu::Buffer& x, const gpu::Buffer& y, Epilogue epi,
+                  bool mlp = false) {
+    return kernels::GemmOp::create(ctx_, w, x, y, pmeta_, epi, T, {}, mlp ? q8_mlp : q8);
   };
   for (int l = 0; l < c.n_layers; ++l) {
     const GpuLayer& L = model_.layers[l];
@@ -872,10 +877,10 @@ Status Forward::createPrefillOps() {
     } else {
       up_x = &phidden_;
     }
-    EWGPU_ASSIGN(ops.pup, gemm(L.gate_up.view(), *up_x, pact_, mlpEpilogue(c)));
+    EWGPU_ASSIGN(ops.pup, gemm(L.gate_up.view(), *up_x, pact_, mlpEpilogue(c), true));
     const bool post = L.mlp_out_norm.handle();
     EWGPU_ASSIGN(ops.pdown, gemm(L.down.view(), pact_, post ? pbranch_ : phidden_,
-                                 post ? Epilogue::kStore : Epilogue::kResidualAdd));
+                                 post ? Epilogue::kStore : Epilogue::kResidualAdd, true));
     if (post) EWGPU_ASSIGN(ops.pn_mlp_out, familyNorm(pbranch_, L.mlp_out_norm, nullptr, phidden_, pmeta_, T, true));
     if (ops.ple) {  // gemma4's per-layer input branch
       EWGPU_ASSIGN(ops.pple_gate, gemm(L.ple_gate.view(), phidden_, ppgate_, Epilogue::kGeluTanh));

@@ -57,6 +57,10 @@ struct ForwardOptions {
   // dot product (kInt16 for qwen3_5 and gemma4), kF32 on CPU adapters (SwiftShader emulates it); EWGPU_PREFILL_Q8=0/1/2
   // (f32/int8/int16) overrides kAuto. Other weight formats always take gemm.wgsl.
   kernels::Activations prefill_activations = kernels::Activations::kAuto;
+  // 1: the MLP's prefill GEMMs (gate/up, down: most of a layer's weights) take one int8 digit while the others keep
+  // prefill_activations' two (a mixed setting for the families that default to two); 0: all alike.
+  // EWGPU_PREFILL_MLP_Q8=1 sets it.
+  uint32_t prefill_mlp_digits = 0;
 };
 
 struct ForwardStats {
@@ -106,6 +110,7 @@ class Forward {
   const ForwardOptions& options() const { return opts_; }
   uint32_t prefillChunk() const { return chunk_; }    // tokens per prefill chunk actually used
   uint32_t prefillDigits() const { return pdigits_; }  // int8 digits of the q4 prefill GEMMs' x (0: f32 x)
+  uint32_t prefillMlpDigits() const { return pmlp_digits_; }  // the same for the MLP's GEMMs
   uint32_t contextLength() const { return ctx_len_; }  // positions per slot actually used
   bool kvF16() const { return kv16_; }
   const ForwardStats& stats() const { return stats_; }
@@ -199,7 +204,8 @@ class Forward {
   ForwardOptions opts_;
   ForwardStats stats_;
   uint32_t chunk_ = 0, ctx_len_ = 0;
-  uint32_t pdigits_ = 0;  // prefillDigits()
+  uint32_t pdigits_ = 0;      // prefillDigits()
+  uint32_t pmlp_digits_ = 0;  // prefillMlpDigits()
   gpu::Buffer pxq_;       // the int8 prefill GEMMs' x̂ (kernels::GemmQ8), shared by every op
   bool kv16_ = false;  // the KV cache holds f16 (ForwardOptions::kv resolved)
   uint32_t pps_ = 1, pool_ = 1, snaps_ = 0;

@@ -89,6 +89,7 @@ void checkFixture(const std::string& name, kernels::Activations act, double rel_
   std::string x = act == kernels::Activations::kF32 ? "" : " " + std::string(kernels::activationsName(act)) + " x";
   if (kv == ForwardOptions::Kv::kF16) x += " f16 KV";
   if (prefill != kernels::Activations::kF32) x += " " + std::string(kernels::activationsName(prefill)) + " prefill x";
+  if (const char* e = std::getenv("EWGPU_PREFILL_MLP_Q8"); e && std::string(e) == "1") x += " (MLP int8)";
   std::printf("[ fixture ] %s%s: max |Δlogit| %.3g (max |logit| %.3g, tolerance %.3g)\n", name.c_str(), x.c_str(),
               worst, ref["max_abs_logit"].get<double>(), tol);
 }
@@ -148,6 +149,20 @@ TEST_P(TransformersFixture, GpuLogitsWithInt8Prefill) {
   if (!two_digits)
     checkFixture(GetParam(), kernels::Activations::kF32, 2e-2, ForwardOptions::Kv::kF32, kernels::Activations::kInt8);
   checkFixture(GetParam(), kernels::Activations::kF32, 2e-3, ForwardOptions::Kv::kF32, kernels::Activations::kInt16);
+}
+
+// The mixed prefill setting (EWGPU_PREFILL_MLP_Q8=1, opt-in): qwen3_5's MLP GEMMs with one digit, its GDN and
+// attention projections with two. Runs on every adapter with the packed dot product (one family: a few seconds on
+// SwiftShader). Measured 2026-12-03 on SwiftShader: 3.95e-2 = 1.7% of max |logit| (two digits everywhere 3.4e-4,
+// one everywhere 0.154); gemma4 measured 0.134 with it (9.6%), so gemma4 is not offered it. The speed it would buy
+// is the GEMM bench's one digit against two on the MLP shapes (0.565 against 0.970 ms at 512 × 16384 × 2048,
+// h200-run23); the end-to-end A/B has not run.
+TEST(TransformersFixtureMixedPrefill, Qwen3_5MlpOneDigit) {
+  if (!gpuContext().info().packed_dot4) GTEST_SKIP() << "no WGSL packed dot product";
+  setenv("EWGPU_PREFILL_MLP_Q8", "1", 1);
+  checkFixture("qwen3_5_tiny/q4f16_1", kernels::Activations::kF32, 2e-2, ForwardOptions::Kv::kF32,
+               kernels::Activations::kInt16);
+  unsetenv("EWGPU_PREFILL_MLP_Q8");
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryArchitecture, TransformersFixture,
