@@ -443,6 +443,12 @@ Status Forward::createDecodeOps() {
     g.active = &active_;
     return g;
   };
+  const char* mlp_q8 = std::getenv("EWGPU_GEMV_MLP_Q8");
+  const bool mlp_one = opts_.mlp_digits == 1 || (mlp_q8 && std::string(mlp_q8) == "1");
+  auto mlpCfg = [&](GemvConfig g) {
+    if (mlp_one) g.act = kernels::Activations::kInt8;
+    return g;
+  };
   // Embedding: one dispatch per table chunk, ids from rows[b].token.
   const GpuMatrix& E = model_.embed;
   uint32_t start = 0;
@@ -699,10 +705,10 @@ Status Forward::createDecodeOps() {
       up_norm = nullptr;
     }
     EWGPU_ASSIGN(ops.up, kernels::GemvOp::create(ctx_, L.gate_up.view(), *up_x, act_,
-                                                 gemvCfg({mlpEpilogue(c), B, up_norm, c.rms_eps})));
+                                                 mlpCfg(gemvCfg({mlpEpilogue(c), B, up_norm, c.rms_eps}))));
     const bool post = L.mlp_out_norm.handle();
     EWGPU_ASSIGN(ops.down, kernels::GemvOp::create(ctx_, L.down.view(), act_, post ? branch_ : hidden_,
-                                                   gemvCfg({post ? Epilogue::kStore : Epilogue::kResidualAdd, B})));
+                                                   mlpCfg(gemvCfg({post ? Epilogue::kStore : Epilogue::kResidualAdd, B}))));
     if (post) EWGPU_ASSIGN(ops.n_mlp_out, familyNorm(branch_, L.mlp_out_norm, nullptr, hidden_, active_, B, true));
     if (L.ple_gate.n) {  // gemma4: the per-layer input branch, normed into the residual
       ops.ple = true;

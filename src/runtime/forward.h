@@ -61,6 +61,9 @@ struct ForwardOptions {
   // prefill_activations' two (a mixed setting for the families that default to two); 0: all alike.
   // EWGPU_PREFILL_MLP_Q8=1 sets it.
   uint32_t prefill_mlp_digits = 0;
+  // 1: the MLP's decode GEMVs (gate/up, down) take x̂ as one int8 digit whatever `activations` gives the others;
+  // 0: all alike. EWGPU_GEMV_MLP_Q8=1 sets it.
+  uint32_t mlp_digits = 0;
 };
 
 struct ForwardStats {
