@@ -466,16 +466,14 @@ LoadHandle Engine::load(const std::string& source, LoadOptions opts) {
   return out;
 }
 
-// The model leaves the tables at once, so the caller's next look (resident(), /v1/models, a request naming it)
-// no longer finds it; only the GPU objects wait for the driver thread.
 DetachedModel Engine::Impl::detachLocked(const std::string& id, Effects& fx) {
   DetachedModel d;
-  auto it = models.find(id);
-  if (it == models.end()) return d;
   d.backend = sched.removeModel(id, fx);
-  d.resident.emplace(std::move(it->second));
-  models.erase(it);
-  if (current_model == id) current_model = models.empty() ? "" : models.begin()->first;
+  if (auto it = models.find(id); it != models.end()) {
+    d.resident.emplace(std::move(it->second));
+    models.erase(it);
+    if (current_model == id) current_model = models.empty() ? "" : models.begin()->first;
+  }
   sched.emit("model.unloaded", {{"model", id}}, fx);
   return d;
 }
@@ -518,11 +516,27 @@ Status Engine::unload(const std::string& id_in) {
     if (id.empty()) return makeError(ErrorCode::kNoModel, "no model is loaded");
     if (!impl_->models.count(id))
       return makeError(ErrorCode::kUnknownModel, "model " + id + " is not loaded", {{"model", id}, {"field", "model"}});
-    Effects fx;
-    auto d = std::make_shared<DetachedModel>(impl_->detachLocked(id, fx));
-    impl_->post(std::move(fx));
-    impl_->commands.push_back([d](bool) { d->destroy(); });  // also when closing: before the context goes
-    impl_->wake = true;
+    // The model leaves `models` at once, so the caller's next look (resident(), state(), /v1/models, a request
+    // naming it, a load of the same id) no longer finds it. Its jobs and rows leave the scheduler on the driver
+    // thread, the only one that stops rows, in the command's turn: a load of the same id queues its upload after.
+    Impl* p = impl_.get();
+    auto it = p->models.find(id);
+    auto held = std::make_shared<DetachedModel>();
+    held->resident.emplace(std::move(it->second));
+    p->models.erase(it);
+    if (p->current_model == id) p->current_model = p->models.empty() ? "" : p->models.begin()->first;
+    p->commands.push_back([p, id, held](bool) {  // also when closing (the driver has stopped): before the context goes
+      Effects fx;
+      DetachedModel d;
+      {
+        std::lock_guard<std::mutex> lk(p->mu);
+        d = p->detachLocked(id, fx);
+        p->post(std::move(fx));
+      }
+      d.destroy();  // the executor, then the Forward and weights it used
+      held->destroy();
+    });
+    p->wake = true;
   }
   impl_->cv.notify_all();
   return {};

@@ -33,8 +33,8 @@ struct Resident {
   ModelInfo info;
 };
 
-// A model taken out of the engine's tables, still holding its GPU objects; destroyed on the driver thread
-// (the backend first: its executor uses the Forward and the weights).
+// A resident model on its way out, holding its GPU objects until the driver thread destroys them (the backend
+// first: its executor uses the Forward and the weights).
 struct DetachedModel {
   std::optional<Resident> resident;
   std::unique_ptr<RowBackend> backend;
@@ -99,7 +99,9 @@ struct Engine::Impl {
   void handleFailures(const std::vector<std::pair<std::string, EngineError>>& failures, Effects& fx);
   Status ensureContext();            // driver thread
   void runLoad(const std::string& source, LoadOptions lo, std::shared_ptr<Pending<Result<ModelInfo>>> out);
-  DetachedModel detachLocked(const std::string& id, Effects& fx);  // under mu; its jobs end as cancelled
+  // Driver thread (or the destructor's, after the driver stopped), under mu: out of the scheduler (its jobs end as
+  // cancelled, stopping their rows) and, if still there, out of `models`.
+  DetachedModel detachLocked(const std::string& id, Effects& fx);
   void evictIdleExcept(const std::string& keep_id);  // driver thread
 
   // Requests (engine_requests.cpp).

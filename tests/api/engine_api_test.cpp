@@ -381,6 +381,21 @@ TEST(EngineApi, UnloadCancelsTheModelsJobs) {
   EXPECT_EQ(waitOrFail(*e->complete(user("again", 2))).outcome, Outcome::kCompleted);
 }
 
+// Unload and load the same id again at once, while the old model's job still runs: the old job ends cancelled, the
+// new model serves, and nothing of the old one's scheduling state is left under the id.
+TEST(EngineApi, UnloadThenLoadTheSameIdAtOnce) {
+  auto e = loadedEngine(1);
+  auto h = e->complete(user("long", 100000));
+  ASSERT_TRUE(h.ok());
+  ASSERT_TRUE(e->unload("tiny").ok());
+  auto again = e->load(fixture(), {.id = "tiny"});
+  EXPECT_EQ(waitOrFail(*h).outcome, Outcome::kCancelled);
+  ASSERT_TRUE(again->wait().ok()) << again->wait().error().toString();
+  EXPECT_EQ(e->resident(), std::vector<std::string>{"tiny"});
+  EXPECT_EQ(waitOrFail(*e->complete(user("again", 2))).outcome, Outcome::kCompleted);
+  EXPECT_EQ(e->state().models.size(), 1u);
+}
+
 TEST(EngineApi, ALoadReplacesIdleModelsUnlessKeptResident) {
   auto e = fakeEngine();
   ASSERT_TRUE(e->load(fixture(), {.id = "a", .keep_resident = true})->wait().ok());
