@@ -256,11 +256,12 @@ int runBenchPrefill(const BenchFlags& f) {
               << "\n";
   if (f.profile && !json) {
     // The last length's last chunk again, from the state its prefill left (the ids, the prefill row and meta hold
-    // that chunk's values): the same dispatches with the same grids, positions and keys to attend to.
+    // that chunk's values): the same dispatches with the same grids, positions and keys to attend to. The layers
+    // only: the last position's final norm, lm_head and sampling (one row's decode work) are left out.
     const uint32_t n = lengths.back(), chunk = e.forward->prefillChunk();
     const uint32_t tail = n % chunk == 0 ? chunk : n % chunk;
     const std::string what = "the last prefill chunk of " + std::to_string(n) + " tokens (" + std::to_string(tail) +
-                             " tokens at positions " + std::to_string(n - tail) + ".." + std::to_string(n - 1) + ")";
+                             " tokens at positions " + std::to_string(n - tail) + ".." + std::to_string(n - 1) + ", the layers)";
     return profile(e, f.profile_repeat, what, {"qk_prepare", "gdn_conv"},
                    [&](gpu::Recorder& rec) { e.forward->recordPrefillChunk(rec, tail, false, 0); });
   }

@@ -21,8 +21,8 @@ Error badDims(const std::string& why, const GdnDims& d) {
 
 gpu::Constants shapeConstants(const GdnDims& d) { return {{"NK", d.nk}, {"NV", d.nv}, {"KD", d.kd}, {"VD", d.vd}}; }
 
-constexpr uint32_t kMaxRowsPerInvocation = 64;  // also gdn_scan's MAXR
-constexpr uint32_t kScanCols = 16;  // gdn_scan: state columns per workgroup  // gdn_recurrent MAXR: state rows an invocation holds in registers
+constexpr uint32_t kMaxRowsPerInvocation = 64;  // gdn_recurrent's and gdn_scan's MAXR: state rows held in registers
+constexpr uint32_t kScanCols = 16;               // gdn_scan: state columns per workgroup
 
 // Invocations per state column: the largest power of two ≤ 8 that divides kd with vd * k within the device's
 // workgroup size (more invocations: fewer state rows each, all loads of a step in flight at once).

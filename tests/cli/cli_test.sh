@@ -194,7 +194,7 @@ ok "run ID pull, show"
 # with its conv and state shift, and 1 attention layer) -----------------------------------------------------------
 out=$(timeout 120 "$EWGPU" bench prefill "$FIXTURE" --lengths 12,20 --profile --profile-repeat 1 2>&1) ||
   fail "bench prefill --profile exited $?: ${out:0:400}"
-[[ $out == *"profile of the last prefill chunk of 20 tokens (20 tokens at positions 0..19)"* ]] &&
+[[ $out == *"profile of the last prefill chunk of 20 tokens (20 tokens at positions 0..19, the layers)"* ]] &&
   echo "$out" | grep -Eq '^gdn_conv +6 ' && echo "$out" | grep -Eq '^qk_prepare +1 ' &&
   echo "$out" | grep -Eq '^ +0 embed ' || fail "bench prefill --profile: ${out:0:1500}"
 ok "bench prefill --profile"
