@@ -466,14 +466,19 @@ LoadHandle Engine::load(const std::string& source, LoadOptions opts) {
   return out;
 }
 
+std::optional<Resident> Engine::Impl::takeResidentLocked(const std::string& id) {
+  auto it = models.find(id);
+  if (it == models.end()) return std::nullopt;
+  std::optional<Resident> r(std::move(it->second));
+  models.erase(it);
+  if (current_model == id) current_model = models.empty() ? "" : models.begin()->first;
+  return r;
+}
+
 DetachedModel Engine::Impl::detachLocked(const std::string& id, Effects& fx) {
   DetachedModel d;
   d.backend = sched.removeModel(id, fx);
-  if (auto it = models.find(id); it != models.end()) {
-    d.resident.emplace(std::move(it->second));
-    models.erase(it);
-    if (current_model == id) current_model = models.empty() ? "" : models.begin()->first;
-  }
+  d.resident = takeResidentLocked(id);
   sched.emit("model.unloaded", {{"model", id}}, fx);
   return d;
 }
@@ -520,11 +525,8 @@ Status Engine::unload(const std::string& id_in) {
     // naming it, a load of the same id) no longer finds it. Its jobs and rows leave the scheduler on the driver
     // thread, the only one that stops rows, in the command's turn: a load of the same id queues its upload after.
     Impl* p = impl_.get();
-    auto it = p->models.find(id);
     auto held = std::make_shared<DetachedModel>();
-    held->resident.emplace(std::move(it->second));
-    p->models.erase(it);
-    if (p->current_model == id) p->current_model = p->models.empty() ? "" : p->models.begin()->first;
+    held->resident = p->takeResidentLocked(id);
     p->commands.push_back([p, id, held](bool) {  // also when closing (the driver has stopped): before the context goes
       Effects fx;
       DetachedModel d;

@@ -102,6 +102,8 @@ struct Engine::Impl {
   // Driver thread (or the destructor's, after the driver stopped), under mu: out of the scheduler (its jobs end as
   // cancelled, stopping their rows) and, if still there, out of `models`.
   DetachedModel detachLocked(const std::string& id, Effects& fx);
+  // Under mu: the model out of `models` (the current one moves on); nullopt if it is not there.
+  std::optional<Resident> takeResidentLocked(const std::string& id);
   void evictIdleExcept(const std::string& keep_id);  // driver thread
 
   // Requests (engine_requests.cpp).
