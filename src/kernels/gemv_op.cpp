@@ -15,20 +15,18 @@ uint32_t knob(const char* name) {
   const char* v = std::getenv(name);
   return v ? (uint32_t)std::strtoul(v, nullptr, 10) : 0;
 }
-// kAuto: two int8 digits on GPU adapters with the packed dot product, f32 elsewhere; EWGPU_GEMV_Q8=0 / 1 / 2
-// (f32 / int8 / int16) overrides it.
+// Output columns of a GEMV: N, or N / 2 for SwiGLU (gate and up halves).
+uint32_t out_w_of(const LinearWeights& w, const GemvConfig& cfg) {
+  return gatedEpilogue(cfg.epi) ? w.N / 2 : w.N;
+}
+}  // namespace
+
 Activations resolveActivations(Activations act, const DeviceInfo& d) {
   if (act != Activations::kAuto) return act;
   if (const char* e = std::getenv("EWGPU_GEMV_Q8"))
     return std::string(e) == "1" ? Activations::kInt8 : std::string(e) == "2" ? Activations::kInt16 : Activations::kF32;
   return d.packed_dot4 && !d.cpuAdapter() ? Activations::kInt16 : Activations::kF32;
 }
-
-// Output columns of a GEMV: N, or N / 2 for SwiGLU (gate and up halves).
-uint32_t out_w_of(const LinearWeights& w, const GemvConfig& cfg) {
-  return gatedEpilogue(cfg.epi) ? w.N / 2 : w.N;
-}
-}  // namespace
 
 std::string_view activationsName(Activations a) {
   for (const auto& [v, n] : kActivationNames)

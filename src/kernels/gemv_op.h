@@ -24,6 +24,9 @@ namespace ewgpu::kernels {
 enum class Activations { kAuto, kF32, kInt8, kInt16 };
 // "auto", "f32", "int8", "int16" (the CLI's --activations values) and back; nullopt for any other name.
 std::string_view activationsName(Activations a);
+// kAuto resolved on `d`: EWGPU_GEMV_Q8 (0 / 1 / 2) where set, else kInt16 on GPUs with the packed dot product and
+// kF32 elsewhere; other values as given.
+Activations resolveActivations(Activations act, const DeviceInfo& d);
 std::optional<Activations> activationsFromName(std::string_view name);
 
 // The most activation rows a decode GEMV takes (decode rows of a Forward).

@@ -96,18 +96,18 @@ uint32_t attnPrefillBk(uint32_t d) {
   const char* e = std::getenv("EWGPU_ATTN_BK");
   return std::clamp<uint32_t>(e ? (uint32_t)std::strtoul(e, nullptr, 10) : 1024 / d, 1, 32);
 }
-// Qwen3.5's GDN prefill: the token-by-token recurrence (gdn_recurrent.wgsl PREFILL) on GPUs, the chunked form on CPU
-// adapters; EWGPU_GDN_PREFILL=sequential|chunked|columns overrides (columns, gdn_scan.wgsl, needs subgroups: the
-// sequential form without them; not yet measured on the H200, so not a default). H200, one layer at the 2B's dims (gdn_bench,
-// docs/measurements/h200-run23): 0.18 / 1.40 / 3.20 ms for 64 / 512 / 1024 tokens sequential, 0.73 / 2.39 / 4.63
-// chunked (the recurrence holds its state in registers since h200-run5, when it took 13 ms for 512).
+// Qwen3.5's GDN prefill: the column scan (gdn_scan.wgsl) on GPUs with subgroups, the token-by-token recurrence
+// (gdn_recurrent.wgsl PREFILL) on GPUs without, the chunked form on CPU adapters; EWGPU_GDN_PREFILL=
+// sequential|chunked|columns overrides (columns falls back to sequential without subgroups). H200, one layer at the
+// 2B's dims (gdn_bench, docs/measurements/h200-run25): 0.043 / 0.258 / 0.655 ms for 64 / 512 / 1024 tokens as
+// columns, 0.18 / 1.40 / 3.21 sequential, 0.73 / 2.39 / 4.63 chunked; the 2B's prefill at 512 / 4096 tokens 9.6k /
+// 7.8k tok/s with columns, 6.7k / 5.7k sequential (the same run, ABAB).
 kernels::GdnPrefillAlgo gdnPrefillAlgo(const DeviceInfo& d) {
   const char* e = std::getenv("EWGPU_GDN_PREFILL");
   if (e && std::string(e) == "sequential") return kernels::GdnPrefillAlgo::kSequential;
   if (e && std::string(e) == "chunked") return kernels::GdnPrefillAlgo::kChunked;
-  if (e && std::string(e) == "columns")
-    return d.subgroups ? kernels::GdnPrefillAlgo::kColumns : kernels::GdnPrefillAlgo::kSequential;
-  return d.cpuAdapter() ? kernels::GdnPrefillAlgo::kChunked : kernels::GdnPrefillAlgo::kSequential;
+  if (d.cpuAdapter() && !(e && std::string(e) == "columns")) return kernels::GdnPrefillAlgo::kChunked;
+  return d.subgroups ? kernels::GdnPrefillAlgo::kColumns : kernels::GdnPrefillAlgo::kSequential;
 }
 // Decode attention shared by a KV group on GPUs (attention_gqa.wgsl); EWGPU_ATTN_GQA=1 on, 0 off.
 bool attnGqa() {
@@ -443,8 +443,9 @@ Status Forward::createDecodeOps() {
     g.active = &active_;
     return g;
   };
-  const char* mlp_q8 = std::getenv("EWGPU_GEMV_MLP_Q8");
-  const bool mlp_one = opts_.mlp_digits == 1 || (mlp_q8 && std::string(mlp_q8) == "1");
+  const bool q4w = c.quant == Quant::kQ4F16_1 || c.quant == Quant::kQ4F32_1;  // int8 x̂ is for q4 weights
+  mlp_digits_ = q4w ? ewgpu::decodeMlpDigits(opts_, ctx_.info(), c.arch) : 0;
+  const bool mlp_one = mlp_digits_ == 1;
   auto mlpCfg = [&](GemvConfig g) {
     if (mlp_one) g.act = kernels::Activations::kInt8;
     return g;
@@ -581,10 +582,9 @@ Status Forward::createDecodeOps() {
         ak["SPLIT"] = pass ? 1 : attn_split_;
         // Decode: a quarter of the head's vec4 columns per thread group (64-wide heads 4 threads, 128 and wider 8),
         // so each thread loads four or more and a subgroup's loads read whole K rows (docs/measurements/h200-run24).
-        // The prefill walk (heads over 128 on GPUs) keeps 1: TPP there is not measured yet.
-        ak["TPP"] = pass && !attn_tpp_fixed_
-                        ? 1u
-                        : std::min(attn_tpp_cap_, attn_tpp_fixed_ ? attn_tpp_fixed_ : D >= 128 ? 8u : D >= 64 ? 4u : 2u);
+        // The prefill walk (heads over 128 on GPUs) takes the same: H200, the 2B's 256-wide heads, the last 1024-token
+        // chunk of 4096, its 6 attention layers 25.3 ms with 8 against 63.4 ms with 1 (docs/measurements/h200-run25).
+        ak["TPP"] = std::min(attn_tpp_cap_, attn_tpp_fixed_ ? attn_tpp_fixed_ : D >= 128 ? 8u : D >= 64 ? 4u : 2u);
         ak["SCALE"] = c.attnScale();
         ak["WINDOW"] = c.windowOf(l);
         if (c.attn_softcap > 0) ak["SOFTCAP"] = c.attn_softcap;
@@ -800,6 +800,35 @@ Status Forward::createDecodeOps() {
   return {};
 }
 
+// ForwardOptions::mlp_digits' auto: one digit for the MLP where the others take two by default, the split that
+// measured within 2e-2 of max |logit| against the transformers fixtures (fixture_test TransformersFixtureMixedDecode,
+// docs/kernels.md: qwen3_5 1.65%, llama 0.9%); gemma4 measured 6.1% and keeps two. H200, decode at 16 steps per
+// submission: Llama-3.2-1B 1281 against 1228 tok/s, Qwen3.5-2B 790 against 771; 32 streams 8.3k against 6.9k and
+// 5.3k against 4.6k steady tok/s (docs/measurements/h200-run25).
+uint32_t decodeMlpDigits(const ForwardOptions& o, const DeviceInfo& d, Arch arch) {
+  if (!d.packed_dot4) return 0;  // the GEMVs take f32 x without it
+  const kernels::Activations others = kernels::resolveActivations(o.activations, d);
+  const uint32_t od = others == kernels::Activations::kInt8 ? 1 : others == kernels::Activations::kInt16 ? 2 : 0;
+  uint32_t m = o.mlp_digits;
+  if (!m) {
+    if (const char* e = std::getenv("EWGPU_GEMV_MLP_Q8")) m = std::string(e) == "1" ? 1 : 2;
+    else m = o.activations == kernels::Activations::kAuto && od == 2 && arch != Arch::kGemma4 ? 1 : 2;
+  }
+  return m == 1 ? 1 : od;
+}
+
+// prefill_mlp_digits' auto: one digit for qwen3_5's MLP GEMMs where its others default to two (1.7% of max |logit|
+// on its fixture against 6.5% with one digit everywhere; gemma4 measured 9.6% and keeps two). H200, the 2B at 512 /
+// 4096 tokens: 11.8k / 9.2k tok/s against 9.6k / 7.8k (docs/measurements/h200-run25).
+uint32_t prefillMlpDigits(const ForwardOptions& o, Arch arch, uint32_t others) {
+  uint32_t m = o.prefill_mlp_digits;
+  if (!m) {
+    if (const char* e = std::getenv("EWGPU_PREFILL_MLP_Q8")) m = std::string(e) == "1" ? 1 : 2;
+    else m = o.prefill_activations == kernels::Activations::kAuto && others == 2 && arch == Arch::kQwen3_5 ? 1 : 2;
+  }
+  return others && m == 1 ? 1 : others;
+}
+
 Status Forward::createPrefillOps() {
   const ModelConfig& c = model_.config;
   const uint32_t T = chunk_;
@@ -828,8 +857,7 @@ Status Forward::createPrefillOps() {
     EWGPU_ASSIGN(pxq_, buffer((uint64_t)T * kernels::quantRowWords((uint32_t)kmax, pdigits_) * 4, "prefill-xq",
                               &stats_.activation_bytes));
     q8 = {&pxq_, pdigits_};
-    uint32_t mlp = opts_.prefill_mlp_digits;
-    if (const char* e = std::getenv("EWGPU_PREFILL_MLP_Q8"); e && !mlp) mlp = std::string(e) == "1" ? 1 : 0;
+    const uint32_t mlp = ewgpu::prefillMlpDigits(opts_, c.arch, pdigits_);
     q8_mlp = {&pxq_, mlp == 1 ? 1u : pdigits_};  // the scratch holds pdigits_ ≥ 1 digits per row
   }
   pmlp_digits_ = pdigits_ ? q8_mlp.digits : 0;

@@ -57,14 +57,21 @@ struct ForwardOptions {
   // dot product (kInt16 for qwen3_5 and gemma4), kF32 on CPU adapters (SwiftShader emulates it); EWGPU_PREFILL_Q8=0/1/2
   // (f32/int8/int16) overrides kAuto. Other weight formats always take gemm.wgsl.
   kernels::Activations prefill_activations = kernels::Activations::kAuto;
-  // 1: the MLP's prefill GEMMs (gate/up, down: most of a layer's weights) take one int8 digit while the others keep
-  // prefill_activations' two (a mixed setting for the families that default to two); 0: all alike.
-  // EWGPU_PREFILL_MLP_Q8=1 sets it.
+  // The MLP's prefill GEMMs (gate/up, down: most of a layer's weights): 1 one int8 digit while the others keep
+  // prefill_activations' two; 2 all alike. 0 (auto): one for qwen3_5 where prefill_activations is kAuto and gives
+  // it two (GPUs); all alike otherwise. EWGPU_PREFILL_MLP_Q8=1 / 0 overrides auto.
   uint32_t prefill_mlp_digits = 0;
-  // 1: the MLP's decode GEMVs (gate/up, down) take x̂ as one int8 digit whatever `activations` gives the others;
-  // 0: all alike. EWGPU_GEMV_MLP_Q8=1 sets it.
+  // The MLP's decode GEMVs (gate/up, down): 1 x̂ as one int8 digit whatever `activations` gives the others; 2 all
+  // alike. 0 (auto): one digit where `activations` is kAuto and gives two (GPUs with the packed dot product), but
+  // not for gemma4; all alike otherwise. EWGPU_GEMV_MLP_Q8=1 / 0 overrides auto.
   uint32_t mlp_digits = 0;
 };
+
+// The digits ForwardOptions::mlp_digits and prefill_mlp_digits resolve to on `d` for `arch` (0: the MLP takes the
+// other projections' setting), before the weight format is looked at. `others` is the digits the other projections
+// take (0 for f32 x).
+uint32_t decodeMlpDigits(const ForwardOptions& o, const DeviceInfo& d, Arch arch);
+uint32_t prefillMlpDigits(const ForwardOptions& o, Arch arch, uint32_t others);
 
 struct ForwardStats {
   uint32_t decode_dispatches = 0;  // per decode step
@@ -114,6 +121,7 @@ class Forward {
   uint32_t prefillChunk() const { return chunk_; }    // tokens per prefill chunk actually used
   uint32_t prefillDigits() const { return pdigits_; }  // int8 digits of the q4 prefill GEMMs' x (0: f32 x)
   uint32_t prefillMlpDigits() const { return pmlp_digits_; }  // the same for the MLP's GEMMs
+  uint32_t decodeMlpDigits() const { return mlp_digits_; }     // x̂ digits of the MLP's decode GEMVs (0: f32 x)
   uint32_t contextLength() const { return ctx_len_; }  // positions per slot actually used
   bool kvF16() const { return kv16_; }
   const ForwardStats& stats() const { return stats_; }
@@ -209,6 +217,7 @@ class Forward {
   uint32_t chunk_ = 0, ctx_len_ = 0;
   uint32_t pdigits_ = 0;      // prefillDigits()
   uint32_t pmlp_digits_ = 0;  // prefillMlpDigits()
+  uint32_t mlp_digits_ = 0;   // decodeMlpDigits()
   gpu::Buffer pxq_;       // the int8 prefill GEMMs' x̂ (kernels::GemmQ8), shared by every op
   bool kv16_ = false;  // the KV cache holds f16 (ForwardOptions::kv resolved)
   uint32_t pps_ = 1, pool_ = 1, snaps_ = 0;

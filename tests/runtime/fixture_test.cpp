@@ -31,14 +31,16 @@ class TransformersFixture : public ::testing::TestWithParam<std::string> {};
 // f32 and int16 tests are those of an f32 cache, which is what CPU adapters use by default and GPUs do not (f16).
 void checkFixture(const std::string& name, kernels::Activations act, double rel_tol,
                   ForwardOptions::Kv kv = ForwardOptions::Kv::kF32,
-                  kernels::Activations prefill = kernels::Activations::kF32) {
+                  kernels::Activations prefill = kernels::Activations::kF32, uint32_t mlp_digits = 0,
+                  uint32_t prefill_mlp_digits = 0) {
   std::string dir = std::string(EWGPU_SOURCE_DIR) + "/tests/fixtures/" + name;
   std::ifstream in(dir + "/reference.json");
   if (!in) GTEST_SKIP() << "fixture absent: " << dir;
   nlohmann::json ref = nlohmann::json::parse(in);
   auto eng = testing::loadEngine(
       dir, {.max_batch = 1, .slots = 1, .context = 160, .prefill_chunk = 64, .max_steps = 1, .activations = act,
-            .kv = kv, .prefill_activations = prefill});
+            .kv = kv, .prefill_activations = prefill, .prefill_mlp_digits = prefill_mlp_digits,
+            .mlp_digits = mlp_digits});
   ASSERT_TRUE(eng.fwd);
   gpu::Context& ctx = gpuContext();
   const Forward& f = *eng.fwd;
@@ -89,8 +91,8 @@ void checkFixture(const std::string& name, kernels::Activations act, double rel_
   std::string x = act == kernels::Activations::kF32 ? "" : " " + std::string(kernels::activationsName(act)) + " x";
   if (kv == ForwardOptions::Kv::kF16) x += " f16 KV";
   if (prefill != kernels::Activations::kF32) x += " " + std::string(kernels::activationsName(prefill)) + " prefill x";
-  if (const char* e = std::getenv("EWGPU_PREFILL_MLP_Q8"); e && std::string(e) == "1") x += " (prefill MLP int8)";
-  if (const char* e = std::getenv("EWGPU_GEMV_MLP_Q8"); e && std::string(e) == "1") x += " (decode MLP int8)";
+  if (f.prefillMlpDigits() != f.prefillDigits()) x += " (prefill MLP int8)";
+  if (f.decodeMlpDigits() == 1 && act != kernels::Activations::kInt8) x += " (decode MLP int8)";
   std::printf("[ fixture ] %s%s: max |Δlogit| %.3g (max |logit| %.3g, tolerance %.3g)\n", name.c_str(), x.c_str(),
               worst, ref["max_abs_logit"].get<double>(), tol);
 }
@@ -152,28 +154,32 @@ TEST_P(TransformersFixture, GpuLogitsWithInt8Prefill) {
   checkFixture(GetParam(), kernels::Activations::kF32, 2e-3, ForwardOptions::Kv::kF32, kernels::Activations::kInt16);
 }
 
-// The mixed prefill setting (EWGPU_PREFILL_MLP_Q8=1, opt-in): qwen3_5's MLP GEMMs with one digit, its GDN and
-// attention projections with two. Runs on every adapter with the packed dot product (one family: a few seconds on
-// SwiftShader). Measured 2026-12-03 on SwiftShader: 3.95e-2 = 1.7% of max |logit| (two digits everywhere 3.4e-4,
-// one everywhere 0.154); gemma4 measured 0.134 with it (9.6%), so gemma4 is not offered it. The speed it would buy
-// is the GEMM bench's one digit against two on the MLP shapes (0.565 against 0.970 ms at 512 × 16384 × 2048,
-// h200-run23); the end-to-end A/B has not run.
+// The mixed prefill setting, qwen3_5's default on GPUs (ForwardOptions::prefill_mlp_digits auto,
+// EWGPU_PREFILL_MLP_Q8=0 turns it off): its MLP GEMMs with one digit, its GDN and attention projections with two.
+// Runs on every adapter with the packed dot product (one family: a few seconds on SwiftShader). Measured 2026-12-03
+// on SwiftShader: 3.95e-2 = 1.7% of max |logit| (two digits everywhere 3.4e-4, one everywhere 0.154); gemma4
+// measured 0.134 with it (9.6%), so gemma4 keeps two. H200: the 2B's prefill 11.8k against 9.6k tok/s at 512 tokens
+// (docs/measurements/h200-run25).
 TEST(TransformersFixtureMixedPrefill, Qwen3_5MlpOneDigit) {
   if (!gpuContext().info().packed_dot4) GTEST_SKIP() << "no WGSL packed dot product";
-  setenv("EWGPU_PREFILL_MLP_Q8", "1", 1);
   checkFixture("qwen3_5_tiny/q4f16_1", kernels::Activations::kF32, 2e-2, ForwardOptions::Kv::kF32,
-               kernels::Activations::kInt16);
-  unsetenv("EWGPU_PREFILL_MLP_Q8");
+               kernels::Activations::kInt16, 0, 1);
 }
 
-// The same split for decode (EWGPU_GEMV_MLP_Q8=1, opt-in): the MLP's GEMVs with one digit, the others with two
-// (kInt16, the GPUs' default). SwiftShader 2026-12-03: qwen3_5 0.039 = 1.65% of max |logit| against 9.2% with one
-// digit everywhere (TransformersFixtureInt8's note); llama 0.9% (1.1% with one digit everywhere); gemma4 6.1%.
-TEST(TransformersFixtureMixedDecode, Qwen3_5MlpOneDigit) {
+// The same split for decode, the GPUs' default for every family but gemma4 (ForwardOptions::mlp_digits auto,
+// EWGPU_GEMV_MLP_Q8=0 turns it off): the MLP's GEMVs with x̂ as one digit, the others with two. SwiftShader
+// 2026-12-03: qwen3_5 0.039 = 1.65% of max |logit| against 9.2% with one digit everywhere (TransformersFixtureInt8's
+// note); llama 0.9% (1.1% with one digit everywhere); gemma4 6.1%, so it keeps two. docs/kernels.md has every
+// family's figure.
+TEST(TransformersFixtureMixedDecode, EveryFamilyButGemma4) {
   if (!gpuContext().info().packed_dot4) GTEST_SKIP() << "no WGSL packed dot product";
-  setenv("EWGPU_GEMV_MLP_Q8", "1", 1);
-  checkFixture("qwen3_5_tiny/q4f16_1", kernels::Activations::kInt16, 2e-2);
-  unsetenv("EWGPU_GEMV_MLP_Q8");
+  for (const char* f : {"qwen3_5_tiny/q4f16_1", "llama_tiny/q4f16_1", "mistral_tiny/q4f16_1", "qwen2_tiny/q4f16_1",
+                        "qwen3_tiny/q4f16_1", "gemma2_tiny/q4f16_1", "gpt_neox_tiny/q4f16_1", "phi_tiny/q4f16_1",
+                        "gemma_tiny/q4f16_1", "gemma3_text_tiny/q4f16_1", "phi3_tiny/q4f16_1", "olmo2_tiny/q4f16_1",
+                        "stablelm_tiny/q4f16_1", "ministral3_tiny/q4f16_1"}) {
+    SCOPED_TRACE(f);
+    checkFixture(f, kernels::Activations::kInt16, 2e-2, ForwardOptions::Kv::kF32, kernels::Activations::kF32, 1);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryArchitecture, TransformersFixture,

@@ -104,6 +104,54 @@ void checkLogits(const Param& p, kernels::Activations act, double tol) {
   checkLogitsIn(testing::tinyFolder(p.arch, p.quant), act, tol, kernels::Activations::kAuto, ForwardOptions::Kv::kF32);
 }
 
+// The MLP's x̂ digits by default (ForwardOptions::mlp_digits / prefill_mlp_digits = 0): one digit for the MLP on GPUs
+// where the other projections take two, all alike elsewhere, and what an explicit setting or the environment asks.
+TEST(MlpDigits, DefaultsByAdapterAndFamily) {
+  unsetenv("EWGPU_GEMV_MLP_Q8");
+  unsetenv("EWGPU_PREFILL_MLP_Q8");
+  unsetenv("EWGPU_GEMV_Q8");
+  DeviceInfo gpu;
+  gpu.adapter_type = "discrete-gpu";
+  gpu.packed_dot4 = true;
+  DeviceInfo cpu = gpu;
+  cpu.adapter_type = "cpu";
+  DeviceInfo old_gpu = gpu;
+  old_gpu.packed_dot4 = false;
+  const ForwardOptions dflt;
+  EXPECT_EQ(decodeMlpDigits(dflt, gpu, Arch::kLlama), 1u);
+  EXPECT_EQ(decodeMlpDigits(dflt, gpu, Arch::kQwen3_5), 1u);
+  EXPECT_EQ(decodeMlpDigits(dflt, gpu, Arch::kGemma4), 2u);  // 6.1% of max |logit| with one: kept at two
+  EXPECT_EQ(decodeMlpDigits(dflt, cpu, Arch::kLlama), 0u);   // f32 x on CPU adapters
+  EXPECT_EQ(decodeMlpDigits(dflt, old_gpu, Arch::kLlama), 0u);
+  ForwardOptions two = dflt;
+  two.activations = kernels::Activations::kInt16;  // an explicit setting is all alike
+  EXPECT_EQ(decodeMlpDigits(two, gpu, Arch::kLlama), 2u);
+  two.mlp_digits = 1;
+  EXPECT_EQ(decodeMlpDigits(two, gpu, Arch::kLlama), 1u);
+  ForwardOptions mlp_two = dflt;
+  mlp_two.mlp_digits = 2;
+  EXPECT_EQ(decodeMlpDigits(mlp_two, gpu, Arch::kLlama), 2u);
+  setenv("EWGPU_GEMV_MLP_Q8", "0", 1);
+  EXPECT_EQ(decodeMlpDigits(dflt, gpu, Arch::kLlama), 2u);
+  setenv("EWGPU_GEMV_MLP_Q8", "1", 1);
+  EXPECT_EQ(decodeMlpDigits(dflt, gpu, Arch::kGemma4), 1u);
+  unsetenv("EWGPU_GEMV_MLP_Q8");
+
+  // Prefill: `others` is what the other GEMMs resolved to (qwen3_5 and gemma4 two digits on GPUs, others one).
+  EXPECT_EQ(prefillMlpDigits(dflt, Arch::kQwen3_5, 2), 1u);
+  EXPECT_EQ(prefillMlpDigits(dflt, Arch::kGemma4, 2), 2u);  // 9.6% with one: kept at two
+  EXPECT_EQ(prefillMlpDigits(dflt, Arch::kLlama, 1), 1u);
+  EXPECT_EQ(prefillMlpDigits(dflt, Arch::kQwen3_5, 0), 0u);  // f32 prefill
+  ForwardOptions p16 = dflt;
+  p16.prefill_activations = kernels::Activations::kInt16;
+  EXPECT_EQ(prefillMlpDigits(p16, Arch::kQwen3_5, 2), 2u);
+  p16.prefill_mlp_digits = 1;
+  EXPECT_EQ(prefillMlpDigits(p16, Arch::kQwen3_5, 2), 1u);
+  setenv("EWGPU_PREFILL_MLP_Q8", "0", 1);
+  EXPECT_EQ(prefillMlpDigits(dflt, Arch::kQwen3_5, 2), 2u);
+  unsetenv("EWGPU_PREFILL_MLP_Q8");
+}
+
 TEST_P(ForwardVsReference, PrefillAndDecodeLogitsMatch) {
   checkLogits(GetParam(), kernels::Activations::kF32, kLogitTol);
 }
