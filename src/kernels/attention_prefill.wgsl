@@ -13,11 +13,8 @@
 // after them (kv_page), Qwen3.5's output gate (GATED), gemma2's score soft-cap (SOFTCAP), ministral3's query scale
 // (Q_BETA), and out [tokens, HQ, D]. D ≤ 128 (a lane's part of the query and the output row stay in registers); larger
 // heads keep attention.wgsl.
-// QT 2 gives each thread two tokens of the block (t and t + BQ / 2) against the same K and V reads from workgroup
-// memory, so each read feeds twice the multiply-adds; the host pairs it with LANES 4 for heads of 128 and 2 for 64, so
-// a lane's two queries and outputs stay within 16 vec4 each. SG: the lanes of a (query head, token) add their partial
-// scores by subgroup shuffles instead of workgroup memory and a barrier (needs subgroups of at least LANES, and
-// consecutive invocations in one subgroup).
+// SG: the two lanes of a (query head, token) add their partial scores by a subgroup shuffle instead of workgroup
+// memory and a barrier (needs subgroups of at least 2, and consecutive invocations in one subgroup).
 //#enable subgroups
 override D: u32 = 64u;
 override HQ: u32 = 1u;
@@ -32,14 +29,13 @@ override SOFTCAP: f32 = 0.0;
 override BQ: u32 = 64u;          // tokens per workgroup
 override BK: u32 = 32u;          // positions per K/V tile (≤ 32)
 override G: u32 = HQ / HKV;      // query heads per KV head
-override LANES: u32 = select(1u, 2u, D > 64u);  // threads per (query head, token): 1, 2 or 4
-override QT: u32 = 1u;           // tokens per thread: 1 or 2
-override SG: bool = false;       // lanes add their scores by subgroup shuffles
-override WG: u32 = G * (BQ / QT) * LANES;  // threads (the host keeps it ≤ 256)
+override LANES: u32 = select(1u, 2u, D > 64u);  // threads per (query head, token)
+override SG: bool = false;       // LANES 2: the partial scores meet by subgroup shuffles
+override WG: u32 = G * BQ * LANES;  // threads (the host keeps it ≤ 256)
 override DV: u32 = D / 4u;
-override DVL: u32 = DV / LANES;  // vec4 of the head per lane (≤ 16; ≤ 8 with QT 2)
+override DVL: u32 = DV / LANES;  // vec4 of the head per lane (≤ 16)
 override TILE: u32 = BK * DV;    // vec4 per K (and V) tile
-override SP: u32 = select(1u, WG * BK * QT, LANES > 1u && !SG);
+override SP: u32 = select(1u, WG * BK, LANES == 2u && !SG);
 
 @group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;  // [tokens, HQ, D]
 @group(0) @binding(1) var<storage, read> rows: array<u32>;     // the prefill row (slot, pos), then the page tables
@@ -50,7 +46,7 @@ override SP: u32 = select(1u, WG * BK * QT, LANES > 1u && !SG);
 
 var<workgroup> ks: array<vec4<f32>, TILE>;
 var<workgroup> vs: array<vec4<f32>, TILE>;
-var<workgroup> sp: array<f32, SP>;  // LANES > 1 without SG: each thread's partial scores of the tile [thread][QT][BK]
+var<workgroup> sp: array<f32, SP>;  // LANES 2: each thread's partial scores of the tile [thread][BK]
 
 //#include activation
 //#include kv_cache
@@ -60,19 +56,12 @@ var<workgroup> sp: array<f32, SP>;  // LANES > 1 without SG: each thread's parti
 // The first position a token at position p attends to (its window's start; 0 without WINDOW).
 fn windowStart(p: u32) -> u32 { return select(0u, p + 1u - WINDOW, WINDOW > 0u && p + 1u > WINDOW); }
 
-// The sum of a (query head, token)'s LANES partial scores, in the same order on every lane.
-fn laneSum(v: f32, lid: u32, q: u32, j: u32) -> f32 {
+// LANES 2: the other lane's partial score of key j (the sum is the same on both lanes: addition commutes).
+fn partnerScore(v: f32, lid: u32, j: u32) -> f32 {
 //#if SUBGROUPS
-  if (SG) {
-    var x = v;
-    for (var m = 1u; m < LANES; m = m * 2u) { x += subgroupShuffleXor(x, m); }
-    return x;
-  }
+  if (SG) { return subgroupShuffleXor(v, 1u); }
 //#endif
-  let base = lid - lid % LANES;
-  var x = 0.0;
-  for (var i = 0u; i < LANES; i++) { x += sp[((base + i) * QT + q) * BK + j]; }
-  return x;
+  return sp[(lid ^ 1u) * BK + j];
 }
 
 @compute @workgroup_size(WG)
@@ -82,44 +71,29 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   let t0 = wid.y * BQ;
   if (t0 >= T) { return; }  // uniform: the whole workgroup has the same block
   let lane = lid % LANES;
-  let qi = (lid / LANES) % (BQ / QT);
-  let h = g * G + lid / LANES / (BQ / QT);
+  let qi = (lid / LANES) % BQ;
+  let h = g * G + lid / LANES / BQ;
   let c0 = lane * DVL;  // this lane's first vec4 of the head
+  let t = t0 + qi;
+  let valid = t < T;
   let slot = rows[0];
   let pos0 = rows[1];
-  // Token a, and with QT 2 token b = a + BQ / 2.
-  let ta = t0 + qi;
-  let tb = ta + BQ / QT;
-  let va = ta < T;
-  let vb = QT == 2u && tb < T;
-  let rawa = pos0 + ta;
-  let rawb = pos0 + tb;
-  let posa = min(rawa, CTX - 1u);
-  let posb = min(rawb, CTX - 1u);
-  let qsa = SCALE * queryScale(rawa, Q_BETA, Q_ORIG);
-  let qsb = SCALE * queryScale(rawb, Q_BETA, Q_ORIG);
+  let raw = pos0 + t;
+  let pos = min(raw, CTX - 1u);
+  let qscale = SCALE * queryScale(raw, Q_BETA, Q_ORIG);
   var qv: array<vec4<f32>, 16>;
   var acc: array<vec4<f32>, 16>;
-  var qvb: array<vec4<f32>, 16>;
-  var accb: array<vec4<f32>, 16>;
   for (var c = 0u; c < DVL; c++) {
-    qv[c] = select(vec4<f32>(0.0), q[(ta * HQ + h) * DV + c0 + c] * qsa, va);
+    qv[c] = select(vec4<f32>(0.0), q[(t * HQ + h) * DV + c0 + c] * qscale, valid);
     acc[c] = vec4<f32>(0.0);
-    if (QT == 2u) {
-      qvb[c] = select(vec4<f32>(0.0), q[(tb * HQ + h) * DV + c0 + c] * qsb, vb);
-      accb[c] = vec4<f32>(0.0);
-    }
   }
   // The positions the block needs: from its first token's window start to its last token's position.
   let tl = min(t0 + BQ, T) - 1u;
   let hi = min(pos0 + tl, CTX - 1u);
   let lo = windowStart(min(pos0 + t0, CTX - 1u));
-  let firsta = windowStart(posa);
-  let firstb = windowStart(posb);
-  var ma = -3.0e38;
-  var la = 0.0;
-  var mb = -3.0e38;
-  var lb = 0.0;
+  let first = windowStart(pos);
+  var m = -3.0e38;
+  var l = 0.0;
   for (var kb = lo; kb <= hi; kb += BK) {
     for (var e = lid; e < TILE; e += WG) {
       let p = kb + e / DV;
@@ -134,77 +108,39 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       vs[e] = vv;
     }
     workgroupBarrier();
-    var sa: array<f32, 32>;
-    var sb: array<f32, 32>;
+    var s: array<f32, 32>;
     for (var j = 0u; j < BK; j++) {
       var d4 = vec4<f32>(0.0);
-      var d4b = vec4<f32>(0.0);
-      for (var c = 0u; c < DVL; c++) {
-        let kk = ks[j * DV + c0 + c];
-        d4 += qv[c] * kk;
-        if (QT == 2u) { d4b += qvb[c] * kk; }
-      }
-      sa[j] = d4.x + d4.y + d4.z + d4.w;
-      sb[j] = d4b.x + d4b.y + d4b.z + d4b.w;
-      if (LANES > 1u && !SG) {
-        sp[(lid * QT) * BK + j] = sa[j];
-        if (QT == 2u) { sp[(lid * QT + 1u) * BK + j] = sb[j]; }
-      }
+      for (var c = 0u; c < DVL; c++) { d4 += qv[c] * ks[j * DV + c0 + c]; }
+      s[j] = d4.x + d4.y + d4.z + d4.w;
+      if (LANES == 2u && !SG) { sp[lid * BK + j] = s[j]; }
     }
-    if (LANES > 1u && !SG) { workgroupBarrier(); }
-    var mta = ma;
-    var mtb = mb;
+    if (LANES == 2u && !SG) { workgroupBarrier(); }
+    var mt = m;
     for (var j = 0u; j < BK; j++) {
       let p = kb + j;
-      if (LANES > 1u) {
-        sa[j] = laneSum(sa[j], lid, 0u, j);
-        if (QT == 2u) { sb[j] = laneSum(sb[j], lid, 1u, j); }
-      }
-      sa[j] = softcap(sa[j], SOFTCAP);
-      if (va && p <= posa && p >= firsta) { mta = max(mta, sa[j]); }
-      if (QT == 2u) {
-        sb[j] = softcap(sb[j], SOFTCAP);
-        if (vb && p <= posb && p >= firstb) { mtb = max(mtb, sb[j]); }
-      }
+      if (LANES == 2u) { s[j] += partnerScore(s[j], lid, j); }
+      s[j] = softcap(s[j], SOFTCAP);
+      if (valid && p <= pos && p >= first) { mt = max(mt, s[j]); }
     }
-    let corra = exp(ma - mta);
-    la *= corra;
-    for (var c = 0u; c < DVL; c++) { acc[c] *= corra; }
-    if (QT == 2u) {
-      let corrb = exp(mb - mtb);
-      lb *= corrb;
-      for (var c = 0u; c < DVL; c++) { accb[c] *= corrb; }
-    }
+    let corr = exp(m - mt);
+    l *= corr;
+    for (var c = 0u; c < DVL; c++) { acc[c] *= corr; }
     for (var j = 0u; j < BK; j++) {
       let p = kb + j;
-      let oka = va && p <= posa && p >= firsta;
-      let okb = vb && p <= posb && p >= firstb;
-      if (oka || okb) {
-        let ea = exp(sa[j] - mta);
-        let eb = exp(sb[j] - mtb);
-        if (oka) { la += ea; }
-        if (okb) { lb += eb; }
-        for (var c = 0u; c < DVL; c++) {
-          let vv = vs[j * DV + c0 + c];
-          if (oka) { acc[c] += ea * vv; }
-          if (okb) { accb[c] += eb * vv; }
-        }
+      if (valid && p <= pos && p >= first) {
+        let e = exp(s[j] - mt);
+        l += e;
+        for (var c = 0u; c < DVL; c++) { acc[c] += e * vs[j * DV + c0 + c]; }
       }
     }
-    ma = mta;
-    mb = mtb;
+    m = mt;
     workgroupBarrier();
   }
+  if (!valid) { return; }
   for (var c = 0u; c < DVL; c++) {
-    if (va) {
-      var o = acc[c] / la;
-      if (GATED) { o = applyGate(o, ta, h, c0 + c); }
-      out[(ta * HQ + h) * DV + c0 + c] = o;
-    }
-    if (vb) {
-      var o = accb[c] / lb;
-      if (GATED) { o = applyGate(o, tb, h, c0 + c); }
-      out[(tb * HQ + h) * DV + c0 + c] = o;
-    }
+    var o = acc[c] / l;
+    if (GATED) { o = applyGate(o, t, h, c0 + c); }
+    out[(t * HQ + h) * DV + c0 + c] = o;
   }
 }

@@ -84,18 +84,14 @@ bool attnPrefillTiled() {
   const char* e = std::getenv("EWGPU_ATTN_PREFILL");
   return !e || std::string(e) != "0";
 }
-uint32_t attnPrefillBq(uint32_t lanes, uint32_t qt) {
+uint32_t attnPrefillBq(uint32_t lanes) {
   const char* e = std::getenv("EWGPU_ATTN_BQ");
-  return e ? (uint32_t)std::strtoul(e, nullptr, 10) : qt == 2 ? 64 : lanes == 2 ? 32 : 64;
+  return e ? (uint32_t)std::strtoul(e, nullptr, 10) : lanes == 2 ? 32 : 64;
 }
-// Tokens per thread of attention_prefill.wgsl (EWGPU_ATTN_QT=2: two) and its lanes' shuffles (EWGPU_ATTN_PSG=1).
-uint32_t attnPrefillQt() {
-  const char* e = std::getenv("EWGPU_ATTN_QT");
-  return e && std::string(e) == "2" ? 2 : 1;
-}
+// attention_prefill.wgsl's lanes meet by subgroup shuffles (EWGPU_ATTN_PSG=0: through workgroup memory).
 bool attnPrefillSg() {
   const char* e = std::getenv("EWGPU_ATTN_PSG");
-  return e && std::string(e) == "1";
+  return !e || std::string(e) != "0";
 }
 // Positions per K/V tile of attention_prefill.wgsl: 1024 / D (two 4 KB tiles), at most 32; EWGPU_ATTN_BK overrides.
 // H200, 512 / 4096 tokens (docs/measurements/h200-run23, call f): Qwen3-0.6B (D 128) 26.9k / 16.9k tok/s with 8
@@ -638,23 +634,17 @@ Status Forward::createDecodeOps() {
         const bool tiled = pass == 1 && !cpu_attn && attnPrefillTiled() && (D <= 64 || (D <= 128 && D % 8 == 0)) &&
                            c.n_heads % HKV == 0 && G >= 1 && G <= 128;
         if (tiled) {
-          // QT 2 (two tokens per thread) takes twice the lanes, so a lane's two queries and outputs fit registers;
-          // SG adds the lanes' partial scores by shuffles (EWGPU_ATTN_QT, EWGPU_ATTN_PSG: opt-in until measured).
-          const uint32_t lanes2 = D > 64 ? 4 : 2;
-          const uint32_t qt = attnPrefillQt() == 2 && D % (4 * lanes2) == 0 ? 2 : 1;
-          const uint32_t lanes = qt == 2 ? lanes2 : D > 64 ? 2 : 1;  // the kernel's LANES
-          const bool sg = lanes > 1 && attnPrefillSg() && ctx_.info().subgroups &&
-                          ctx_.info().subgroup_min_size >= lanes;
-          uint32_t bq = std::clamp<uint32_t>(attnPrefillBq(lanes, qt), qt, std::max<uint32_t>(qt, 256 * qt / (G * lanes)));
-          bq = bq / qt * qt;
-          // Workgroup memory: the K and V tiles, and without shuffles every thread's partial scores of a tile.
+          const uint32_t lanes = D > 64 ? 2 : 1;  // the kernel's LANES
+          // Two lanes add their partial scores by a subgroup shuffle where subgroups hold them (EWGPU_ATTN_PSG=0:
+          // workgroup memory and a barrier). H200, Qwen3-0.6B (docs/measurements/h200-run25, call d): 17.5k against
+          // 17.1k tok/s at 4096 tokens, its 28 attention dispatches of the last chunk 66.9 against 68.5 ms.
+          const bool sg = lanes == 2 && attnPrefillSg() && ctx_.info().subgroups && ctx_.info().subgroup_min_size >= 2;
+          const uint32_t bq = std::clamp<uint32_t>(attnPrefillBq(lanes), 1, std::max<uint32_t>(1, 256 / (G * lanes)));
           const uint32_t bk = attnPrefillBk(D);
-          auto wgBytes = [&](uint32_t b) { return 2 * bk * D * 4 + (lanes > 1 && !sg ? G * (b / qt) * lanes * bk * qt * 4 : 0); };
-          while (bq > qt && wgBytes(bq) > ctx_.info().max_compute_workgroup_storage_size) bq = std::max(qt, bq / 2 / qt * qt);
           gpu::Constants tk{{"D", D}, {"HQ", c.n_heads}, {"HKV", HKV}, {"CTX", ctx_len_}, {"GATED", gated ? 1 : 0},
                             {"PAGED", 1}, {"PAGE", kPageTokens}, {"MAXP", pps_}, {"PT", kRowWords},
                             {"WINDOW", c.windowOf(l)}, {"SCALE", c.attnScale()}, {"BQ", bq},
-                            {"BK", bk}, {"LANES", lanes}, {"QT", qt}, {"SG", sg ? 1 : 0}};
+                            {"BK", bk}, {"SG", sg ? 1 : 0}};
           if (c.attn_softcap > 0) tk["SOFTCAP"] = c.attn_softcap;
           if (c.rope_scaling && c.rope_scaling->llama4_beta > 0) {
             tk["Q_BETA"] = c.rope_scaling->llama4_beta;
