@@ -47,8 +47,8 @@ void addCacheDirFlag(CLI::App& app, std::string& cache_dir) {
 void addActivationsFlag(CLI::App& app, kernels::Activations& activations) {
   app.add_option_function<std::string>(
          "--activations", [&activations](const std::string& s) { activations = *kernels::activationsFromName(s); },
-         "q4 decode GEMV input precision: auto, f32, int8 or int16 (auto: int16 on GPUs with packed dot4, f32 on "
-         "CPU adapters)")
+         "q4 decode GEMV input precision: auto, f32, int8 or int16 (auto: int16 on GPUs with packed dot4, the "
+         "MLP's int8 but gemma4's, f32 on CPU adapters; int16 or int8 applies to every projection)")
       ->check(CLI::IsMember({"auto", "f32", "int8", "int16"}))
       ->default_str("auto");
 }
