@@ -636,8 +636,8 @@ Status Forward::createDecodeOps() {
         if (tiled) {
           const uint32_t lanes = D > 64 ? 2 : 1;  // the kernel's LANES
           // Two lanes add their partial scores by a subgroup shuffle where subgroups hold them (EWGPU_ATTN_PSG=0:
-          // workgroup memory and a barrier). H200, Qwen3-0.6B (docs/measurements/h200-run25, call d): 17.5k against
-          // 17.1k tok/s at 4096 tokens, its 28 attention dispatches of the last chunk 66.9 against 68.5 ms.
+          // workgroup memory and a barrier). H200, Qwen3-0.6B (docs/measurements/h200-run25, call e, ABA): 17.7k
+          // against 16.9k tok/s at 4096 tokens, 28.5-28.7k against 27.6k at 512.
           const bool sg = lanes == 2 && attnPrefillSg() && ctx_.info().subgroups && ctx_.info().subgroup_min_size >= 2;
           const uint32_t bq = std::clamp<uint32_t>(attnPrefillBq(lanes), 1, std::max<uint32_t>(1, 256 / (G * lanes)));
           const uint32_t bk = attnPrefillBk(D);
