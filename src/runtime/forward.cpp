@@ -120,6 +120,9 @@ bool attnGqa() {
   return e && std::string(e) == "1";
 }
 
+// The q4 formats, the only weights the int8-x̂ GEMV and GEMM paths take.
+bool q4Weights(const ModelConfig& c) { return c.quant == Quant::kQ4F16_1 || c.quant == Quant::kQ4F32_1; }
+
 uint32_t pagesFor(uint32_t positions) { return (positions + kPageTokens - 1) / kPageTokens; }
 
 uint32_t attnWidth(const ModelConfig& c) {
@@ -448,8 +451,7 @@ Status Forward::createDecodeOps() {
     g.active = &active_;
     return g;
   };
-  const bool q4w = c.quant == Quant::kQ4F16_1 || c.quant == Quant::kQ4F32_1;  // int8 x̂ is for q4 weights
-  mlp_digits_ = q4w ? ewgpu::decodeMlpDigits(opts_, ctx_.info(), c.arch) : 0;
+  mlp_digits_ = q4Weights(c) ? ewgpu::decodeMlpDigits(opts_, ctx_.info(), c.arch) : 0;
   const bool mlp_one = mlp_digits_ == 1;
   auto mlpCfg = [&](GemvConfig g) {
     if (mlp_one) g.act = kernels::Activations::kInt8;
@@ -640,11 +642,10 @@ Status Forward::createDecodeOps() {
           // against 16.9k tok/s at 4096 tokens, 28.5-28.7k against 27.6k at 512.
           const bool sg = lanes == 2 && attnPrefillSg() && ctx_.info().subgroups && ctx_.info().subgroup_min_size >= 2;
           const uint32_t bq = std::clamp<uint32_t>(attnPrefillBq(lanes), 1, std::max<uint32_t>(1, 256 / (G * lanes)));
-          const uint32_t bk = attnPrefillBk(D);
           gpu::Constants tk{{"D", D}, {"HQ", c.n_heads}, {"HKV", HKV}, {"CTX", ctx_len_}, {"GATED", gated ? 1 : 0},
                             {"PAGED", 1}, {"PAGE", kPageTokens}, {"MAXP", pps_}, {"PT", kRowWords},
                             {"WINDOW", c.windowOf(l)}, {"SCALE", c.attnScale()}, {"BQ", bq},
-                            {"BK", bk}, {"SG", sg ? 1 : 0}};
+                            {"BK", attnPrefillBk(D)}, {"SG", sg ? 1 : 0}};
           if (c.attn_softcap > 0) tk["SOFTCAP"] = c.attn_softcap;
           if (c.rope_scaling && c.rope_scaling->llama4_beta > 0) {
             tk["Q_BETA"] = c.rope_scaling->llama4_beta;
@@ -857,8 +858,7 @@ Status Forward::createPrefillOps() {
     else pact = c.arch == Arch::kGemma4 || c.arch == Arch::kQwen3_5 ? Activations::kInt16 : Activations::kInt8;
   }
   pdigits_ = pact == Activations::kInt8 ? 1 : pact == Activations::kInt16 ? 2 : 0;
-  const bool q4 = c.quant == Quant::kQ4F16_1 || c.quant == Quant::kQ4F32_1;
-  if (!q4) pdigits_ = 0;
+  if (!q4Weights(c)) pdigits_ = 0;
   kernels::GemmQ8 q8, q8_mlp;
   if (pdigits_) {
     const kernels::GdnDims gd = gdnDims(c);
