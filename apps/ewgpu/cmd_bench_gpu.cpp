@@ -13,7 +13,24 @@ struct BenchGpuFlags {
   bool json = false;
   std::string adapter;
   std::optional<uint64_t> bytes;
+  std::optional<uint64_t> upload;
+  uint32_t threads = 8;
 };
+
+int runUpload(gpu::Context& ctx, const BenchGpuFlags& f) {
+  auto r = gpu::runUploadBench(ctx, *f.upload, f.threads);
+  if (!r) return reportError(r.error(), f.json);
+  if (f.json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& p : *r) j.push_back({{"method", p.method}, {"ms", p.ms}, {"GBps", p.gbps}});
+    std::cout << nlohmann::json{{"device", ctx.info().device}, {"upload", j}}.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("upload of %.0f MiB from host memory into 64 MiB storage buffers (second of two runs)\n",
+              (double)*f.upload / 1048576.0);
+  for (const auto& p : *r) std::printf("  %-36s %9.1f ms %7.2f GB/s\n", p.method.c_str(), p.ms, p.gbps);
+  return 0;
+}
 
 int runBenchGpu(const BenchGpuFlags& f) {
   const bool json = f.json;
@@ -21,6 +38,7 @@ int runBenchGpu(const BenchGpuFlags& f) {
   copts.adapter = f.adapter;
   auto ctx = gpu::Context::create(copts);
   if (!ctx) return reportError(ctx.error(), json);
+  if (f.upload) return runUpload(**ctx, f);
   gpu::MicrobenchOptions o;
   if (f.bytes) o.read_bytes = *f.bytes;
   auto r = gpu::runMicrobench(**ctx, o);
@@ -54,6 +72,11 @@ Registration reg{{"bench gpu", "WebGPU micro-benchmarks: submit latency, read ba
                     addAdapterFlag(app, f->adapter);
                     app.add_option("--bytes", f->bytes, "bytes of the streaming-read test (default: per adapter)")
                         ->check(bounded<uint64_t>(1 << 20, 1ull << 34));
+                    app.add_option("--upload", f->upload,
+                                   "instead: host-to-GPU upload of this many bytes by each method")
+                        ->check(bounded<uint64_t>(64ull << 20, 1ull << 34));
+                    app.add_option("--threads", f->threads, "host threads of the parallel upload (default 8)")
+                        ->check(bounded<uint32_t>(1, 64));
                     return [f] { return runBenchGpu(*f); };
                   }}};
 

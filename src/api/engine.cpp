@@ -261,6 +261,13 @@ struct LoadRun {
   bool cancelled() const { return p->closing.load() || (lo.cancel && lo.cancel->load()); }
 };
 
+// What the GPU half of a load built (driver thread only): freed there when the load fails.
+struct GpuLoad {
+  Status status = makeError(ErrorCode::kCancelled, "load cancelled");  // until buildGpuModel has run
+  std::unique_ptr<GpuModel> model;
+  std::unique_ptr<Forward> forward;
+};
+
 // An embedding model on the driver thread: its Encoder (weights and ops) instead of a Forward and an Executor.
 // It is resident but not in the scheduler: embeddings requests run as driver commands (engine_embeddings.cpp).
 void loadEncoderOnDriver(Engine::Impl& p, LoadRun& L, std::shared_ptr<ModelAssets> assets, ModelFolder& folder) {
@@ -290,6 +297,61 @@ void loadEncoderOnDriver(Engine::Impl& p, LoadRun& L, std::shared_ptr<ModelAsset
   L.progress("ready", 1);
   p.event("model.ready", {{"model", L.id}, {"load_ms", info.load_ms}, {"stages", info.load_ms_by_stage}});
   L.finish(std::move(info));
+}
+
+// The GPU half of a generative model's load, on the driver thread: the device (first load), the weights (their
+// bytes copied by host threads while the pipelines compile), the Forward.
+Status buildGpuModel(LoadRun& L, const ModelFolder& folder, GpuLoad& g) {
+  Engine::Impl& p = *L.p;
+  const auto t_dev = std::chrono::steady_clock::now();
+  EWGPU_TRY(p.ensureContext());
+  L.stages["device"] = msSince(t_dev);  // the adapter and device, on the first load (or after a loss)
+  L.progress("upload", 0.85);
+  auto t_up = std::chrono::steady_clock::now();
+  UploadOptions uo;
+  UploadStats us;
+  uo.stats = &us;
+  uint64_t total = 0;
+  for (const auto& t : folder.tensors()) total += t.nbytes;
+  uo.on_bytes = [&L, total](uint64_t b) {
+    if (L.due() || b >= total) L.progress("upload", 0.85, b, total);
+  };
+  uo.overlap = true;  // host threads copy the weights while the pipelines compile (finishUpload below)
+  EWGPU_ASSIGN(g.model, uploadModel(*p.ctx, folder, uo));
+  L.stages["upload"] = msSince(t_up);
+  L.stages["read"] = us.read_ms;  // overlaps "upload" (UploadStats)
+  L.stages["upload_buffers"] = us.alloc_ms;
+  L.stages["upload_write"] = us.write_ms;
+  L.stages["upload_wait"] = us.wait_ms;
+  L.progress("pipelines", 0.9);
+  auto t_pipe = std::chrono::steady_clock::now();
+  ForwardOptions fo;
+  fo.max_batch = p.opts.rows;
+  fo.slots = p.opts.rows;
+  fo.context = p.opts.context;
+  fo.max_steps = p.opts.max_steps;
+  fo.activations = p.opts.activations;
+  p.ctx->setKernelCompiledHook([&L](size_t ready, size_t total) {
+    if (L.due() || ready == total) L.progress("pipelines", 0.9, 0, 0, (uint32_t)ready, (uint32_t)total);
+  });
+  const gpu::CompileStats cs0 = p.ctx->compileStats();
+  auto fwd = Forward::create(*p.ctx, *g.model, fo);
+  p.ctx->setKernelCompiledHook({});
+  if (!fwd) return std::move(fwd).error();
+  g.forward = std::move(*fwd);
+  L.stages["pipelines"] = msSince(t_pipe);
+  // Of which: parsing WGSL into shader modules (on this thread), and waiting for Dawn's compiling threads.
+  const gpu::CompileStats cs1 = p.ctx->compileStats();
+  L.stages["pipelines_shader_modules"] = cs1.shader_ms - cs0.shader_ms;
+  L.stages["pipelines_wait"] = cs1.wait_ms - cs0.wait_ms;
+  // The weights' copies ran beside the pipelines: their wall time from the upload's end, and what was left.
+  double copy_ms = 0, copy_wait_ms = 0;
+  EWGPU_TRY(g.model->finishUpload(&copy_ms, &copy_wait_ms));
+  if (us.copy_threads) {
+    L.stages["upload_copy"] = copy_ms;
+    L.stages["upload_copy_wait"] = copy_wait_ms;
+  }
+  return {};
 }
 
 void Engine::Impl::runLoad(const std::string& source, LoadOptions lo, std::shared_ptr<Pending<Result<ModelInfo>>> out) {
@@ -342,22 +404,38 @@ void Engine::Impl::runLoad(const std::string& source, LoadOptions lo, std::share
   L.stages["resolve"] = msSince(L.t0);
   if (L.cancelled()) return L.fail(makeError(ErrorCode::kCancelled, "load cancelled", {{"model", L.id}}));
 
-  // Parse and validate on this thread: the folder, the tokenizer, the template.
+  // The folder (config and tensor manifest) is validated here first. Then, for a generative model on the GPU, the
+  // driver thread (the only thread that touches the GPU) creates the device, uploads the weights and builds the
+  // Forward (command 1) while this thread parses the tokenizer and template (the Qwen3 tokenizer.json takes
+  // ~0.3-1 s); command 2 then builds the executor from both, or fails the load with the parse's error (the GPU
+  // objects are freed on the driver thread). Embedding models and injected backends parse first, as before.
   L.progress("parse", 0.8);
   const auto t_parse = std::chrono::steady_clock::now();
   auto folder = ModelFolder::open(dir);
   if (!folder) return L.fail(std::move(folder).error());
-  auto loaded = loadModelAssets(L.id, dir, *folder);
-  if (!loaded) return L.fail(std::move(loaded).error());
-  std::shared_ptr<ModelAssets> assets = std::move(*loaded);
-  L.stages["parse"] = msSince(t_parse);
   auto shared_folder = std::make_shared<ModelFolder>(std::move(*folder));
+  const bool overlap = !opts.backend_factory && !shared_folder->config().isEmbedding();
+  auto gpu = std::make_shared<GpuLoad>();
+  if (overlap) {
+    std::lock_guard<std::mutex> lk(mu);
+    commands.push_back([this, run, gpu, shared_folder](bool closing_now) {
+      if (closing_now || run->cancelled()) return;  // command 2 reports it
+      gpu->status = buildGpuModel(*run, *shared_folder, *gpu);
+    });
+    wake = true;
+    cv.notify_all();
+  }
+  auto loaded = loadModelAssets(L.id, dir, *shared_folder);
+  const double parse_ms = msSince(t_parse);
 
-  // Upload and build on the driver thread (the only thread that touches the GPU).
   std::lock_guard<std::mutex> lk(mu);
-  commands.push_back([this, run, assets, shared_folder](bool closing_now) {
+  commands.push_back([this, run, loaded = std::make_shared<Result<std::shared_ptr<ModelAssets>>>(std::move(loaded)),
+                      gpu = std::move(gpu), shared_folder, parse_ms](bool closing_now) mutable {
     LoadRun& L = *run;
     const std::string& id = L.id;
+    L.stages["parse"] = parse_ms;  // beside "device", "upload" and "pipelines" when they overlapped
+    if (!*loaded) return L.fail(std::move(*loaded).error());
+    std::shared_ptr<ModelAssets> assets = std::move(**loaded);
     if (closing_now) return L.fail(makeError(ErrorCode::kEngineClosed, "the engine was closed", {{"model", id}}));
     if (L.cancelled()) return L.fail(makeError(ErrorCode::kCancelled, "load cancelled", {{"model", id}}));
     Resident r;
@@ -371,52 +449,17 @@ void Engine::Impl::runLoad(const std::string& source, LoadOptions lo, std::share
       exec = std::move(*b);
       assets->context = exec->contextLength();
     } else {
-      const auto t_dev = std::chrono::steady_clock::now();
-      st = ensureContext();
-      if (!st) return L.fail(std::move(st).error());
-      L.stages["device"] = msSince(t_dev);  // the adapter and device, on the first load (or after a loss)
-      L.progress("upload", 0.85);
-      auto t_up = std::chrono::steady_clock::now();
-      UploadOptions uo;
-      UploadStats us;
-      uo.stats = &us;
-      uint64_t total = 0;
-      for (const auto& t : shared_folder->tensors()) total += t.nbytes;
-      uo.on_bytes = [&L, total](uint64_t b) {
-        if (L.due() || b >= total) L.progress("upload", 0.85, b, total);
-      };
-      auto model = uploadModel(*ctx, *shared_folder, uo);
-      if (!model) return L.fail(std::move(model).error());
-      L.stages["upload"] = msSince(t_up);
-      L.stages["read"] = us.read_ms;  // overlaps "upload" (UploadStats)
-      L.stages["upload_buffers"] = us.alloc_ms;
-      L.stages["upload_write"] = us.write_ms;
-      L.stages["upload_wait"] = us.wait_ms;
-      L.progress("pipelines", 0.9);
-      auto t_pipe = std::chrono::steady_clock::now();
-      ForwardOptions fo;
-      fo.max_batch = opts.rows;
-      fo.slots = opts.rows;
-      fo.context = opts.context;
-      fo.max_steps = opts.max_steps;
-      fo.activations = opts.activations;
-      ctx->setKernelCompiledHook([&L](size_t ready, size_t total) {
-        if (L.due() || ready == total) L.progress("pipelines", 0.9, 0, 0, (uint32_t)ready, (uint32_t)total);
-      });
-      auto fwd = Forward::create(*ctx, **model, fo);
-      ctx->setKernelCompiledHook({});
-      if (!fwd) return L.fail(std::move(fwd).error());
-      L.stages["pipelines"] = msSince(t_pipe);
+      if (!gpu->status) return L.fail(std::move(gpu->status).error());
       // Warm-up: the Forward's first submission (cache and state initialisation) and the wait for it.
       const auto t_warm = std::chrono::steady_clock::now();
       st = ctx->finish();
       if (!st) return L.fail(std::move(st).error());
       L.stages["warmup"] = msSince(t_warm);
-      assets->context = (*fwd)->contextLength();
-      exec = std::make_unique<Executor>(*ctx, **fwd, &assets->tokenizer, opts.decode_steps, opts.submission_ms);
-      weight_bytes = (*model)->weight_bytes;
-      r.model = std::move(*model);
-      r.forward = std::move(*fwd);
+      assets->context = gpu->forward->contextLength();
+      exec = std::make_unique<Executor>(*ctx, *gpu->forward, &assets->tokenizer, opts.decode_steps, opts.submission_ms);
+      weight_bytes = gpu->model->weight_bytes;
+      r.model = std::move(gpu->model);
+      r.forward = std::move(gpu->forward);
     }
     r.info = {id, assets->dir, assets->config.model_type, std::string(quantName(assets->config.quant)),
               assets->context, (uint32_t)assets->config.vocab, exec->rowCapacity(), weight_bytes, msSince(L.t0),

@@ -166,6 +166,8 @@ Context::~Context() {
   if (device_) (void)awaitPipelines();  // no callback may outlive its PendingPipeline
   pending_.clear();
   kernels_.clear();
+  for (auto& [text, m] : modules_) wgpuShaderModuleRelease(m);
+  modules_.clear();
   if (queue_) wgpuQueueRelease(queue_);
   if (device_) {
     wgpuDeviceDestroy(device_);
@@ -517,6 +519,22 @@ Status Context::popScopes() {
 }
 
 Result<Buffer> Context::createBuffer(uint64_t size, BufferKind kind, std::string_view label) {
+  return createBufferImpl(size, kind, label, false);
+}
+
+Result<Buffer> Context::createMapped(uint64_t size, BufferKind kind, std::string_view label, uint8_t** data) {
+  auto b = createBufferImpl(size, kind, label, true);
+  if (!b) return b;
+  *data = static_cast<uint8_t*>(wgpuBufferGetMappedRange(b->handle(), 0, b->size()));
+  if (!*data)
+    return makeError(ErrorCode::kGpu, "no mapped range for buffer '" + std::string(label) + "'",
+                     {{"label", label}, {"size", size}});
+  return b;
+}
+
+void Context::unmap(WGPUBuffer b) { wgpuBufferUnmap(b); }
+
+Result<Buffer> Context::createBufferImpl(uint64_t size, BufferKind kind, std::string_view label, bool mapped) {
   uint64_t limit = limits_.maxBufferSize;
   if (size > limit)
     return makeError(ErrorCode::kBadRequest,
@@ -530,7 +548,9 @@ Result<Buffer> Context::createBuffer(uint64_t size, BufferKind kind, std::string
     case BufferKind::kReadback: d.usage = WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst; break;
     case BufferKind::kQuery: d.usage = WGPUBufferUsage_QueryResolve | WGPUBufferUsage_CopySrc; break;
     case BufferKind::kUniform: d.usage = WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst; break;
+    case BufferKind::kUpload: d.usage = WGPUBufferUsage_MapWrite | WGPUBufferUsage_CopySrc; break;
   }
+  d.mappedAtCreation = mapped;
   Buffer b;
   Status s = scoped([&] { b.h_ = wgpuDeviceCreateBuffer(device_, &d); });
   if (!s) {
@@ -628,7 +648,14 @@ Result<std::unique_ptr<Kernel>> Context::build(std::string_view name, std::strin
   md.label = view(name);
   WGPUShaderModule module = nullptr;
   auto t0 = clock::now();
-  Status s = scoped([&] { module = wgpuDeviceCreateShaderModule(device_, &md); });
+  Status s;
+  // The module is the cache's (modules_ holds its one reference) once it compiled.
+  if (auto it = modules_.find(std::string(wgsl)); it != modules_.end()) {
+    module = it->second;
+  } else {
+    s = scoped([&] { module = wgpuDeviceCreateShaderModule(device_, &md); });
+    if (s && module) modules_.emplace(std::string(wgsl), module);
+  }
   compile_stats_.shader_ms += ms(t0);
   if (!s) {
     if (module) wgpuShaderModuleRelease(module);
@@ -667,7 +694,6 @@ Result<std::unique_ptr<Kernel>> Context::build(std::string_view name, std::strin
     pipeline_layout = wgpuDeviceCreatePipelineLayout(device_, &pld);
   });
   if (!s) {
-    wgpuShaderModuleRelease(module);
     if (pipeline_layout) wgpuPipelineLayoutRelease(pipeline_layout);
     return makeError(ErrorCode::kGpu, "kernel '" + std::string(name) + "' layout invalid: " + s.error().message,
                      {{"kernel", name}, {"stage", "layout"}, {"compiler", s.error().message}});
@@ -699,13 +725,11 @@ Result<std::unique_ptr<Kernel>> Context::build(std::string_view name, std::strin
     p->future = wgpuDeviceCreateComputePipelineAsync(device_, &pd, cb);
     pending_.push_back(std::move(p));
     compile_stats_.pipeline_ms += ms(t1);
-    wgpuShaderModuleRelease(module);
     wgpuPipelineLayoutRelease(pipeline_layout);
     return k;
   }
   s = scoped([&] { k->pipeline = wgpuDeviceCreateComputePipeline(device_, &pd); });
   compile_stats_.pipeline_ms += ms(t1);
-  wgpuShaderModuleRelease(module);
   wgpuPipelineLayoutRelease(pipeline_layout);
   if (!s) {
     if (k->pipeline) wgpuComputePipelineRelease(k->pipeline);

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <unordered_map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -67,6 +68,7 @@ enum class BufferKind {
   kReadback,  // map-read + copy dst: staging for readback
   kQuery,     // query resolve + copy src: timestamps
   kUniform,   // uniform + copy dst: small per-op parameters (kernels/linear_cpu.h)
+  kUpload,    // map-write + copy src: host-written staging (gpu/microbench.h's upload variants)
 };
 
 // A compiled compute pipeline and its bind group layout (group 0, explicit: built from the @binding
@@ -140,6 +142,12 @@ class Context {
   Result<Buffer> createBuffer(uint64_t size, BufferKind kind, std::string_view label);
   // Uploads bytes (queue write; ordered before the next submit).
   void write(const Buffer& dst, uint64_t offset, const void* data, size_t size);
+  // A buffer mapped at creation: *data points at its `size` bytes (zeroed) until unmap(). Host threads may write
+  // them without any API call; the buffer may be bound but not used by a submission before unmap(). A storage
+  // buffer is copied to the GPU from Dawn's staging memory at unmap().
+  Result<Buffer> createMapped(uint64_t size, BufferKind kind, std::string_view label, uint8_t** data);
+  void unmap(const Buffer& b) { unmap(b.handle()); }
+  void unmap(WGPUBuffer b);
 
   // A kernel from the embedded src/kernels/<name>.wgsl, specialised by override constants, cached by
   // (name, constants, defines). GPU_ERROR carrying the compiler's message when the WGSL or pipeline is invalid.
@@ -199,6 +207,7 @@ class Context {
   }
 
  private:
+  Result<Buffer> createBufferImpl(uint64_t size, BufferKind kind, std::string_view label, bool mapped);
   Context() = default;
   Status init(const ContextOptions& options);
   Status requestAdapter(const std::string& mode, nlohmann::json& tried);
@@ -225,6 +234,9 @@ class Context {
   std::string lost_message_;   // guarded by error_mu_
 
   std::map<std::string, std::unique_ptr<Kernel>> kernels_;  // key: name + constants
+  // Shader modules by WGSL text (after //#if preprocessing): pipelines that differ only in override constants share
+  // one, so each kernel source is parsed and validated once (kernel() only; compile() builds its own).
+  std::unordered_map<std::string, WGPUShaderModule> modules_;
   std::map<std::string, uint32_t> bindings_per_kernel_;
   std::function<void(size_t, size_t)> on_kernel_compiled_;
   size_t hook_base_ = 0;  // kernels_.size() when the hook was set

@@ -4,7 +4,10 @@
 #include "gpu/recorder.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstring>
+#include <thread>
 
 namespace ewgpu::gpu {
 namespace {
@@ -152,6 +155,119 @@ Result<MicrobenchResult> runMicrobench(Context& ctx, const MicrobenchOptions& op
     r.encode_us = median(per);
   }
   return r;
+}
+
+Result<std::vector<UploadPoint>> runUploadBench(Context& ctx, uint64_t bytes, uint32_t threads) {
+  constexpr uint64_t kBuf = 64ull << 20, kRing = 16ull << 20;
+  bytes = std::max<uint64_t>(kBuf, bytes / kBuf * kBuf);
+  const size_t nbuf = (size_t)(bytes / kBuf);
+  std::vector<uint8_t> src(bytes);
+  for (size_t i = 0; i < src.size(); i += 4) {
+    const uint32_t v = (uint32_t)(i * 2654435761u);
+    std::memcpy(&src[i], &v, 4);
+  }
+  threads = std::max<uint32_t>(1, threads);
+  // Copies pieces [0, n) of `piece` bytes with `t` threads, each taking the next piece.
+  auto parallel = [](uint32_t t, size_t n, const auto& piece) {
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i; (i = next.fetch_add(1)) < n;) piece(i);
+    };
+    std::vector<std::thread> pool;
+    for (uint32_t k = 1; k < t; ++k) pool.emplace_back(work);
+    work();
+    for (auto& th : pool) th.join();
+  };
+  std::vector<UploadPoint> out;
+  auto run = [&](const std::string& method, const auto& body) -> Status {
+    double ms = 0;
+    for (int rep = 0; rep < 2; ++rep) {
+      std::vector<Buffer> dst;
+      const auto t0 = Clock::now();
+      EWGPU_TRY(body(dst));
+      EWGPU_TRY(ctx.finish());
+      ms = msSince(t0);
+    }
+    out.push_back({method, ms, (double)bytes / (ms * 1e6)});
+    return {};
+  };
+  auto queued = [&](uint64_t piece) {
+    return [&, piece](std::vector<Buffer>& dst) -> Status {
+      for (size_t b = 0; b < nbuf; ++b) {
+        auto buf = ctx.createBuffer(kBuf, BufferKind::kStorage, "upload-bench");
+        if (!buf) return std::move(buf).error();
+        for (uint64_t o = 0; o < kBuf; o += piece) ctx.write(*buf, o, src.data() + b * kBuf + o, piece);
+        dst.push_back(std::move(*buf));
+      }
+      return {};
+    };
+  };
+  auto mapped = [&](uint32_t t) {
+    return [&, t](std::vector<Buffer>& dst) -> Status {
+      std::vector<uint8_t*> ptr(nbuf);
+      for (size_t b = 0; b < nbuf; ++b) {
+        auto buf = ctx.createMapped(kBuf, BufferKind::kStorage, "upload-bench", &ptr[b]);
+        if (!buf) return std::move(buf).error();
+        dst.push_back(std::move(*buf));
+      }
+      constexpr uint64_t kPiece = 4ull << 20;
+      parallel(t, (size_t)(bytes / kPiece), [&](size_t i) {
+        const uint64_t at = i * kPiece;
+        std::memcpy(ptr[at / kBuf] + at % kBuf, src.data() + at, kPiece);
+      });
+      for (auto& b : dst) ctx.unmap(b);
+      return {};
+    };
+  };
+  auto ring = [&](std::vector<Buffer>& dst) -> Status {
+    for (size_t b = 0; b < nbuf; ++b) {
+      auto buf = ctx.createBuffer(kBuf, BufferKind::kStorage, "upload-bench");
+      if (!buf) return std::move(buf).error();
+      dst.push_back(std::move(*buf));
+    }
+    struct Slot {
+      Buffer b;
+      uint8_t* p = nullptr;
+      WGPUFuture f{};
+      bool pending = false;
+    };
+    std::vector<Slot> slots(4);
+    for (auto& s : slots) {
+      auto b = ctx.createMapped(kRing, BufferKind::kUpload, "upload-ring", &s.p);
+      if (!b) return std::move(b).error();
+      s.b = std::move(*b);
+    }
+    for (uint64_t at = 0, k = 0; at < bytes; at += kRing, ++k) {
+      Slot& s = slots[k % slots.size()];
+      if (s.pending) {
+        EWGPU_TRY(ctx.wait(s.f));
+        s.p = static_cast<uint8_t*>(wgpuBufferGetMappedRange(s.b.handle(), 0, kRing));
+        s.pending = false;
+      }
+      std::memcpy(s.p, src.data() + at, kRing);
+      ctx.unmap(s.b);
+      WGPUCommandEncoder enc = wgpuDeviceCreateCommandEncoder(ctx.device(), nullptr);
+      wgpuCommandEncoderCopyBufferToBuffer(enc, s.b.handle(), 0, dst[at / kBuf].handle(), at % kBuf, kRing);
+      WGPUCommandBuffer cmd = wgpuCommandEncoderFinish(enc, nullptr);
+      wgpuQueueSubmit(ctx.queue(), 1, &cmd);
+      wgpuCommandBufferRelease(cmd);
+      wgpuCommandEncoderRelease(enc);
+      WGPUBufferMapCallbackInfo cb{};
+      cb.mode = WGPUCallbackMode_WaitAnyOnly;
+      cb.callback = [](WGPUMapAsyncStatus, WGPUStringView, void*, void*) {};
+      s.f = wgpuBufferMapAsync(s.b.handle(), WGPUMapMode_Write, 0, kRing, cb);
+      s.pending = true;
+    }
+    for (auto& s : slots)
+      if (s.pending) EWGPU_TRY(ctx.wait(s.f));
+    return {};
+  };
+  EWGPU_TRY(run("queue writes, 8 MiB pieces", queued(8ull << 20)));
+  EWGPU_TRY(run("queue writes, 1 MiB pieces", queued(1ull << 20)));
+  EWGPU_TRY(run("mapped at creation, 1 thread", mapped(1)));
+  EWGPU_TRY(run("mapped at creation, " + std::to_string(threads) + " threads", mapped(threads)));
+  EWGPU_TRY(run("staging ring 4 x 16 MiB", ring));
+  return out;
 }
 
 }  // namespace ewgpu::gpu

@@ -106,6 +106,7 @@ static const WGPUBufferUsage WGPUBufferUsage_Uniform = 0x40;
 static const WGPUBufferUsage WGPUBufferUsage_Storage = 0x80;
 static const WGPUBufferUsage WGPUBufferUsage_QueryResolve = 0x200;
 static const WGPUMapMode WGPUMapMode_Read = 0x1;
+static const WGPUMapMode WGPUMapMode_Write = 0x2;
 static const WGPUShaderStage WGPUShaderStage_Compute = 0x4;
 
 typedef struct WGPUStringView { const char* data; size_t length; } WGPUStringView;

@@ -50,6 +50,8 @@ struct GpuLayer {
   gpu::Buffer ple_norm, layer_scalar;
 };
 
+class WeightCopies;  // gpu_model.cpp
+
 struct GpuModel {
   ModelConfig config;
   GpuMatrix embed;
@@ -64,6 +66,19 @@ struct GpuModel {
   uint64_t weight_bytes = 0;
 
   const GpuMatrix& logitsMatrix() const { return lm_head.n ? lm_head : embed; }
+
+  // Set by uploadModel with UploadOptions::overlap while host threads still copy the matrices' bytes into their
+  // buffers (mapped at creation): the buffers may be bound (Forward::create) but no submission may use them before
+  // finishUpload(), which waits for the copies and unmaps the buffers. The folder must outlive it. Declared last,
+  // so that the threads are joined before the buffers go.
+  std::unique_ptr<WeightCopies> copies;
+  // Waits for `copies` (nothing when there are none). copy_ms: the copies' wall time from their start; wait_ms: how
+  // long this call waited for them.
+  Status finishUpload(double* copy_ms = nullptr, double* wait_ms = nullptr);
+  GpuModel();
+  ~GpuModel();
+  GpuModel(GpuModel&&) noexcept;
+  GpuModel& operator=(GpuModel&&) noexcept;
 };
 
 // Where an upload's time went (uploadModel fills it when UploadOptions::stats is set).
@@ -71,9 +86,11 @@ struct UploadStats {
   double read_ms = 0;      // bringing the folder's bytes into memory: the read-ahead thread's time (it overlaps the
                            // writes), or with copy_through_host the reads into the host slice
   double alloc_ms = 0;     // creating the GPU buffers
-  double write_ms = 0;     // inside queue writes (Dawn copies into its staging memory)
+  double write_ms = 0;     // inside queue writes (Dawn copies into its staging memory), or the host threads' copies
+                           // into mapped buffers (their wall time; 0 with overlap: they end after uploadModel)
   double wait_ms = 0;      // the final wait for the GPU to take the copies
   uint64_t read_bytes = 0; // bytes the read-ahead thread brought in before the upload ended
+  uint32_t copy_threads = 0;  // host threads copying into mapped buffers (0: queue writes)
 };
 
 struct UploadOptions {
@@ -94,6 +111,16 @@ struct UploadOptions {
   // (EWGPU_UPLOAD_READ_AHEAD=0) leaves the page faults to the writes.
   bool copy_through_host = false;
   bool read_ahead = true;
+  // Natively (not with defer or copy_through_host), each matrix chunk's buffer is mapped at creation and host
+  // threads copy its rows in from the mapped shards, several at once (docs/benchmarks.md, "Load"): `copy_threads`
+  // of them (0 = the hardware's threads, at most 8; $EWGPU_UPLOAD_THREADS). mapped = false, or
+  // EWGPU_UPLOAD_MAPPED=0, goes through queue writes on this thread instead (with the read-ahead thread).
+  bool mapped = true;
+  uint32_t copy_threads = 0;
+  // With mapped: return while the threads still copy (GpuModel::copies), so that the caller builds its pipelines
+  // meanwhile; it must call GpuModel::finishUpload() before the first submission that reads the weights. Without,
+  // uploadModel waits for the copies itself.
+  bool overlap = false;
   UploadStats* stats = nullptr;
 };
 

@@ -9,6 +9,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 namespace ewgpu {
 namespace {
 
@@ -106,6 +109,52 @@ TEST_P(EngineOnGpu, GreedyMatchesTheReferenceAloneAndBatched) {
 
 INSTANTIATE_TEST_SUITE_P(AllArchitectures, EngineOnGpu,
                          ::testing::Values("llama", "mistral", "qwen2", "qwen3", "qwen3_5"));
+
+// The load's GPU half (device, weights, pipelines) runs while the loader thread parses the tokenizer and the
+// template: a good folder reports every stage, its weights copied by host threads into mapped buffers
+// (upload_copy); a folder whose tokenizer.json is broken fails with the tokenizer's own error once the GPU half is
+// done, and frees what it built: the engine then loads the good folder under the same id and decodes it.
+TEST(EngineOnGpuLoad, ParseOverlapsTheGpuHalfAndItsFailureEndsOnlyThatLoad) {
+  const std::string good = fixture("llama");
+  const std::string bad = ::testing::TempDir() + "/ewgpu-bad-tokenizer";
+  std::filesystem::remove_all(bad);
+  std::filesystem::copy(good, bad);
+  {
+    std::ofstream t(bad + "/tokenizer.json", std::ios::trunc);
+    t << "{\"model\": {\"type\": \"BPE\", \"vocab\": 7}}";
+  }
+  auto want = Tokenizer::fromFile(bad + "/tokenizer.json");
+  ASSERT_FALSE(want.ok());
+  auto e = Engine::create({.rows = 1, .decode_steps = 4, .max_steps = 8});
+  ASSERT_TRUE(e.ok());
+  LoadOptions lo;
+  lo.id = "m";
+  auto failed = (*e)->load(bad, lo)->wait();
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error().code, want.error().code);
+  EXPECT_EQ(failed.error().message, want.error().message);
+  EXPECT_TRUE((*e)->resident().empty());
+
+  auto info = (*e)->load(good, lo)->wait();
+  ASSERT_TRUE(info.ok()) << info.error().toString();
+  for (const char* stage : {"parse", "device", "upload", "upload_copy", "pipelines", "pipelines_shader_modules",
+                            "warmup"})
+    EXPECT_TRUE(info->load_ms_by_stage.contains(stage)) << stage << " in " << info->load_ms_by_stage.dump();
+  auto tok = Tokenizer::fromFile(good + "/tokenizer.json");
+  ASSERT_TRUE(tok.ok());
+  CompletionRequest r = greedy("Once upon a time", 6);
+  r.model = "m";
+  auto h = (*e)->complete(r);
+  ASSERT_TRUE(h.ok()) << h.error().toString();
+  const CompletionResult& got = (*h)->wait();
+  ASSERT_EQ(got.outcome, Outcome::kCompleted) << (got.error ? got.error->toString() : "");
+  std::vector<int32_t> ref = referenceGreedy(good, tok->encode("Once upon a time"), 6, {});
+  std::vector<int32_t> g = ids(got);
+  ASSERT_LE(g.size(), ref.size());
+  EXPECT_EQ(g, std::vector<int32_t>(ref.begin(), ref.begin() + g.size()));
+  EXPECT_FALSE(g.empty());
+  std::filesystem::remove_all(bad);
+}
 
 // The defect of issue 11: a folder whose context_window_size is -1 (a sliding window) ran with a context of 1
 // in Forward, and prefill chunks shorter than 4 tokens were sent as 4 (out-of-bounds writes with the clamps

@@ -402,25 +402,37 @@ TEST(Upload, EveryPathWritesTheSameBytes) {
       for (const GpuMatrix* x : {&L.qkv, &L.o, &L.in_proj, &L.out_proj, &L.gate_up, &L.down}) add(*x);
     return out;
   };
+  // Ways: 0 queue writes from the mapped shards with the read-ahead thread, 1 without it, 2 through a host slice,
+  // 3 buffers mapped at creation filled by three host threads (the native default), 4 the same overlapped: the
+  // copies still running when uploadModel returns, finished by finishUpload.
   std::vector<std::vector<std::vector<float>>> contents;
-  for (int way = 0; way < 3; ++way) {
+  for (int way = 0; way < 5; ++way) {
     UploadOptions uo;
     uo.max_chunk_bytes = 64 << 10;
     uo.copy_through_host = way == 2;
     uo.read_ahead = way == 0;
+    uo.mapped = way >= 3;
+    uo.copy_threads = way == 3 ? 3 : 2;
+    uo.overlap = way == 4;
     UploadStats st;
     uo.stats = &st;
     auto m = uploadModel(gpuContext(), *f, uo);
     ASSERT_TRUE(m.ok()) << m.error().toString();
+    EXPECT_EQ(st.copy_threads, way == 3 ? 3u : way == 4 ? 2u : 0u) << way;
+    EXPECT_EQ((*m)->copies != nullptr, way == 4) << way;
+    double copy_ms = -1;
+    ASSERT_TRUE((*m)->finishUpload(&copy_ms).ok());
+    EXPECT_EQ((*m)->copies, nullptr);
+    if (way == 4) EXPECT_GE(copy_ms, 0);
     std::vector<std::vector<float>> c;
     for (const gpu::Buffer* b : buffers(**m)) c.push_back(readFloats(*b, b->size() / 4));
     ASSERT_GT(c.size(), 10u);
     contents.push_back(std::move(c));
-    EXPECT_GT(st.write_ms, 0) << way;
+    if (way != 4) EXPECT_GT(st.write_ms, 0) << way;
     if (way == 2) EXPECT_GT(st.read_ms, 0);       // reads into the host slice, on the writer
     if (way != 0) EXPECT_EQ(st.read_bytes, 0u);   // no read-ahead thread
   }
-  for (int way = 1; way < 3; ++way) {
+  for (int way = 1; way < 5; ++way) {
     ASSERT_EQ(contents[way].size(), contents[0].size());
     for (size_t i = 0; i < contents[0].size(); ++i)
       EXPECT_EQ(0, std::memcmp(contents[way][i].data(), contents[0][i].data(), contents[0][i].size() * 4))
@@ -428,11 +440,11 @@ TEST(Upload, EveryPathWritesTheSameBytes) {
   }
 }
 
-// The upload's three ways timed on a folder of your choice (skipped unless EWGPU_UPLOAD_BENCH=DIR; e.g. a
+// The upload's four ways timed on a folder of your choice (skipped unless EWGPU_UPLOAD_BENCH=DIR; e.g. a
 // make-tiny --shape folder): each way twice, alternating, the folder read once before so it is in the page cache,
 // or with EWGPU_UPLOAD_BENCH_COLD=1 the page cache dropped before each upload (root: /proc/sys/vm/drop_caches).
 //   EWGPU_UPLOAD_BENCH=/tmp/m ./build/tests/runtime/forward_test --gtest_filter=UploadBench.*
-TEST(UploadBench, ThreeWays) {
+TEST(UploadBench, FourWays) {
   const char* dir = std::getenv("EWGPU_UPLOAD_BENCH");
   if (!dir || !*dir) GTEST_SKIP() << "set EWGPU_UPLOAD_BENCH=DIR";
   uint64_t total = 0;
@@ -447,12 +459,14 @@ TEST(UploadBench, ThreeWays) {
   }
   const bool cold = std::getenv("EWGPU_UPLOAD_BENCH_COLD") && std::string(std::getenv("EWGPU_UPLOAD_BENCH_COLD")) == "1";
   std::printf("[ upload ] page cache %s before each upload\n", cold ? "dropped" : "warm");
-  const char* names[] = {"mapped + read-ahead (default)", "mapped, no read-ahead", "through a host slice"};
+  const char* names[] = {"queue writes + read-ahead", "queue writes, no read-ahead", "through a host slice",
+                         "mapped buffers, threads (default)"};
   for (int rep = 0; rep < 2; ++rep)
-    for (int way = 0; way < 3; ++way) {
+    for (int way = 0; way < 4; ++way) {
       UploadOptions uo;
       uo.copy_through_host = way == 2;
       uo.read_ahead = way == 0;
+      uo.mapped = way == 3;
       UploadStats st;
       uo.stats = &st;
       if (cold) {
