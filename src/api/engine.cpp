@@ -316,7 +316,7 @@ Status buildGpuModel(LoadRun& L, const ModelFolder& folder, GpuLoad& g) {
   uo.on_bytes = [&L, total](uint64_t b) {
     if (L.due() || b >= total) L.progress("upload", 0.85, b, total);
   };
-  uo.overlap = true;  // host threads copy the weights while the pipelines compile (finishUpload below)
+  uo.overlap = true;  // the weights are written while the pipelines compile (Forward::create's while_compiling)
   EWGPU_ASSIGN(g.model, uploadModel(*p.ctx, folder, uo));
   L.stages["upload"] = msSince(t_up);
   L.stages["read"] = us.read_ms;  // overlaps "upload" (UploadStats)
@@ -335,22 +335,19 @@ Status buildGpuModel(LoadRun& L, const ModelFolder& folder, GpuLoad& g) {
     if (L.due() || ready == total) L.progress("pipelines", 0.9, 0, 0, (uint32_t)ready, (uint32_t)total);
   });
   const gpu::CompileStats cs0 = p.ctx->compileStats();
-  auto fwd = Forward::create(*p.ctx, *g.model, fo);
+  double copy_ms = 0;
+  auto fwd = Forward::create(*p.ctx, *g.model, fo, [&] { return g.model->finishUpload(&copy_ms); });
   p.ctx->setKernelCompiledHook({});
   if (!fwd) return std::move(fwd).error();
   g.forward = std::move(*fwd);
   L.stages["pipelines"] = msSince(t_pipe);
-  // Of which: parsing WGSL into shader modules (on this thread), and waiting for Dawn's compiling threads.
+  // Of which: parsing WGSL into shader modules (on this thread), and waiting for Dawn's compiling threads after the
+  // ring.
   const gpu::CompileStats cs1 = p.ctx->compileStats();
   L.stages["pipelines_shader_modules"] = cs1.shader_ms - cs0.shader_ms;
   L.stages["pipelines_wait"] = cs1.wait_ms - cs0.wait_ms;
-  // The weights' copies ran beside the pipelines: their wall time from the upload's end, and what was left.
-  double copy_ms = 0, copy_wait_ms = 0;
-  EWGPU_TRY(g.model->finishUpload(&copy_ms, &copy_wait_ms));
-  if (us.copy_threads) {
-    L.stages["upload_copy"] = copy_ms;
-    L.stages["upload_copy_wait"] = copy_wait_ms;
-  }
+  // The weights written through the staging ring while the pipelines compiled (inside "pipelines").
+  if (us.copy_threads) L.stages["upload_ring"] = copy_ms;
   return {};
 }
 

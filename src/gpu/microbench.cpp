@@ -2,6 +2,7 @@
 
 #include "base/clock.h"
 #include "gpu/recorder.h"
+#include "gpu/upload.h"
 
 #include <algorithm>
 #include <atomic>
@@ -219,54 +220,27 @@ Result<std::vector<UploadPoint>> runUploadBench(Context& ctx, uint64_t bytes, ui
       return {};
     };
   };
-  auto ring = [&](std::vector<Buffer>& dst) -> Status {
-    for (size_t b = 0; b < nbuf; ++b) {
-      auto buf = ctx.createBuffer(kBuf, BufferKind::kStorage, "upload-bench");
-      if (!buf) return std::move(buf).error();
-      dst.push_back(std::move(*buf));
-    }
-    struct Slot {
-      Buffer b;
-      uint8_t* p = nullptr;
-      WGPUFuture f{};
-      bool pending = false;
-    };
-    std::vector<Slot> slots(4);
-    for (auto& s : slots) {
-      auto b = ctx.createMapped(kRing, BufferKind::kUpload, "upload-ring", &s.p);
-      if (!b) return std::move(b).error();
-      s.b = std::move(*b);
-    }
-    for (uint64_t at = 0, k = 0; at < bytes; at += kRing, ++k) {
-      Slot& s = slots[k % slots.size()];
-      if (s.pending) {
-        EWGPU_TRY(ctx.wait(s.f));
-        s.p = static_cast<uint8_t*>(wgpuBufferGetMappedRange(s.b.handle(), 0, kRing));
-        s.pending = false;
+  auto ring = [&](uint32_t t) {
+    return [&, t](std::vector<Buffer>& dst) -> Status {
+      std::vector<UploadRange> ranges;
+      for (size_t b = 0; b < nbuf; ++b) {
+        auto buf = ctx.createBuffer(kBuf, BufferKind::kStorage, "upload-bench");
+        if (!buf) return std::move(buf).error();
+        ranges.push_back({src.data() + b * kBuf, buf->handle(), 0, kBuf});
+        dst.push_back(std::move(*buf));
       }
-      std::memcpy(s.p, src.data() + at, kRing);
-      ctx.unmap(s.b);
-      WGPUCommandEncoder enc = wgpuDeviceCreateCommandEncoder(ctx.device(), nullptr);
-      wgpuCommandEncoderCopyBufferToBuffer(enc, s.b.handle(), 0, dst[at / kBuf].handle(), at % kBuf, kRing);
-      WGPUCommandBuffer cmd = wgpuCommandEncoderFinish(enc, nullptr);
-      wgpuQueueSubmit(ctx.queue(), 1, &cmd);
-      wgpuCommandBufferRelease(cmd);
-      wgpuCommandEncoderRelease(enc);
-      WGPUBufferMapCallbackInfo cb{};
-      cb.mode = WGPUCallbackMode_WaitAnyOnly;
-      cb.callback = [](WGPUMapAsyncStatus, WGPUStringView, void*, void*) {};
-      s.f = wgpuBufferMapAsync(s.b.handle(), WGPUMapMode_Write, 0, kRing, cb);
-      s.pending = true;
-    }
-    for (auto& s : slots)
-      if (s.pending) EWGPU_TRY(ctx.wait(s.f));
-    return {};
+      RingOptions o;
+      o.threads = t;
+      return uploadThroughRing(ctx, ranges, o);
+    };
   };
   EWGPU_TRY(run("queue writes, 8 MiB pieces", queued(8ull << 20)));
   EWGPU_TRY(run("queue writes, 1 MiB pieces", queued(1ull << 20)));
   EWGPU_TRY(run("mapped at creation, 1 thread", mapped(1)));
   EWGPU_TRY(run("mapped at creation, " + std::to_string(threads) + " threads", mapped(threads)));
-  EWGPU_TRY(run("staging ring 4 x 16 MiB", ring));
+  EWGPU_TRY(run("staging ring 4 x 16 MiB, 1 thread", ring(1)));
+  EWGPU_TRY(run("staging ring 4 x 16 MiB, 4 threads", ring(4)));
+  EWGPU_TRY(run("staging ring, " + std::to_string(threads) + " threads", ring(threads)));
   return out;
 }
 

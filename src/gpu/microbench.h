@@ -41,8 +41,8 @@ Result<MicrobenchResult> runMicrobench(Context& ctx, const MicrobenchOptions& op
 
 // Host-to-GPU upload of `bytes` from hot host memory into storage buffers of 64 MiB, from the first API call to
 // the GPU having taken the copies (Context::finish), by method: queue writes in 8 MiB and 1 MiB pieces (a model
-// load's path before 2026-12-03), buffers mapped at creation filled by 1 and by `threads` host threads, and a ring of
-// four 16 MiB map-write staging buffers copied by the GPU. Run twice each, the second run reported (the first
+// load's path before 2026-12-03), buffers mapped at creation filled by 1 and by `threads` host threads, and
+// gpu/upload.h's ring of four 16 MiB map-write staging buffers filled by 1, 4 and `threads` threads. Run twice each, the second run reported (the first
 // pays one-time costs: Dawn's allocators, the driver's).
 struct UploadPoint {
   std::string method;

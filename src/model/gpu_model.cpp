@@ -1,6 +1,7 @@
 #include "model/gpu_model.h"
 
 #include "base/clock.h"
+#include "gpu/upload.h"
 
 #include <algorithm>
 #include <atomic>
@@ -69,50 +70,27 @@ class ReadAhead {
 
 }  // namespace
 
-// Host threads copying byte ranges into buffers mapped at creation; finish() joins them and unmaps the buffers (on
-// the calling thread: the only API calls). The threads make no API call.
+// The matrices' bytes still to be written (UploadOptions::overlap): finish() writes them through the staging ring
+// on the calling thread.
 class WeightCopies {
  public:
-  struct Job {
-    const uint8_t* src;
-    uint8_t* dst;
-    size_t n;
-  };
-  WeightCopies(gpu::Context& ctx, std::vector<Job> jobs, std::vector<WGPUBuffer> mapped, uint32_t threads)
-      : ctx_(ctx), jobs_(std::move(jobs)), mapped_(std::move(mapped)), t0_(Clock::now()), end_(t0_) {
-    threads = std::max<uint32_t>(1, std::min<uint32_t>(threads, (uint32_t)std::max<size_t>(1, jobs_.size())));
-    for (uint32_t k = 0; k < threads; ++k) pool_.emplace_back([this] { work(); });
-  }
-  ~WeightCopies() { join(); }
-  uint32_t threads() const { return (uint32_t)pool_.size(); }
-  Status finish(double* copy_ms, double* wait_ms) {
-    const auto t = Clock::now();
-    join();
-    for (WGPUBuffer b : mapped_) ctx_.unmap(b);
-    mapped_.clear();
-    if (wait_ms) *wait_ms = msSince(t);
-    if (copy_ms) *copy_ms = std::chrono::duration<double, std::milli>(end_ - t0_).count();
-    return {};
+  WeightCopies(gpu::Context& ctx, std::vector<gpu::UploadRange> ranges, uint32_t threads)
+      : ctx_(ctx), ranges_(std::move(ranges)), threads_(threads) {}
+  uint32_t threads() const { return threads_; }
+  Status finish(double* copy_ms) {
+    const auto t0 = Clock::now();
+    gpu::RingOptions o;
+    o.threads = threads_;
+    Status s = gpu::uploadThroughRing(ctx_, ranges_, o);
+    ranges_.clear();
+    if (copy_ms) *copy_ms = msSince(t0);
+    return s;
   }
 
  private:
-  void work() {
-    for (size_t i; (i = next_.fetch_add(1)) < jobs_.size();) std::memcpy(jobs_[i].dst, jobs_[i].src, jobs_[i].n);
-    const auto now = Clock::now();
-    std::lock_guard<std::mutex> lk(mu_);
-    end_ = std::max(end_, now);
-  }
-  void join() {
-    for (auto& t : pool_)
-      if (t.joinable()) t.join();
-  }
   gpu::Context& ctx_;
-  std::vector<Job> jobs_;
-  std::vector<WGPUBuffer> mapped_;
-  std::atomic<size_t> next_{0};
-  std::vector<std::thread> pool_;
-  std::mutex mu_;
-  Clock::time_point t0_, end_;
+  std::vector<gpu::UploadRange> ranges_;
+  uint32_t threads_;
 };
 
 GpuModel::GpuModel() = default;
@@ -120,9 +98,9 @@ GpuModel::~GpuModel() = default;
 GpuModel::GpuModel(GpuModel&&) noexcept = default;
 GpuModel& GpuModel::operator=(GpuModel&&) noexcept = default;
 
-Status GpuModel::finishUpload(double* copy_ms, double* wait_ms) {
+Status GpuModel::finishUpload(double* copy_ms) {
   if (!copies) return {};
-  Status s = copies->finish(copy_ms, wait_ms);
+  Status s = copies->finish(copy_ms);
   copies.reset();
   return s;
 }
@@ -132,22 +110,19 @@ namespace {
 class Uploader {
  public:
   // copy: each slice through a host buffer (UploadOptions::copy_through_host), else straight from the mapping.
-  // mapped: matrices' chunks mapped at creation, their rows listed as jobs() for host threads.
-  Uploader(gpu::Context& ctx, const ModelFolder& f, const UploadOptions& o, bool copy, bool mapped)
+  // ring: the matrices' rows listed as ranges() for the staging ring instead of written.
+  Uploader(gpu::Context& ctx, const ModelFolder& f, const UploadOptions& o, bool copy, bool ring)
       : ctx_(ctx), f_(f), max_chunk_(o.max_chunk_bytes), on_bytes_(o.on_bytes), defer_(o.defer), copy_(copy),
-        mapped_(mapped) {}
+        ring_(ring) {}
   double read_ms = 0, write_ms = 0, alloc_ms = 0;
-  // createBuffer, timed; with `data`, mapped at creation (*data: its bytes, unmapped by WeightCopies::finish).
-  Result<gpu::Buffer> newBuffer(uint64_t size, const std::string& label, uint8_t** data = nullptr) {
+  // createBuffer, timed
+  Result<gpu::Buffer> newBuffer(uint64_t size, const std::string& label) {
     const auto t0 = Clock::now();
-    auto b = data ? ctx_.createMapped(size, gpu::BufferKind::kStorage, label, data)
-                  : ctx_.createBuffer(size, gpu::BufferKind::kStorage, label);
-    if (b && data) mapped_buffers_.push_back(b->handle());
+    auto b = ctx_.createBuffer(size, gpu::BufferKind::kStorage, label);
     alloc_ms += msSince(t0);
     return b;
   }
-  std::vector<WeightCopies::Job>& jobs() { return jobs_; }
-  std::vector<WGPUBuffer>& mappedBuffers() { return mapped_buffers_; }
+  std::vector<gpu::UploadRange>& ranges() { return ranges_; }
 
   Result<GpuMatrix> matrix(const std::vector<Part>& parts, uint32_t k, const std::string& bias_name = "") {
     GpuMatrix m;
@@ -172,13 +147,8 @@ class Uploader {
     } else {
       EWGPU_TRY(chunked(
           m, parts[0].module, w_row, s_row,
-          [&](uint32_t start, uint32_t rows, const gpu::Buffer& b, uint8_t* data) {
-            return copyRows(ws, w_row, start, rows, b, data);
-          },
-          [&](uint32_t start, uint32_t rows, const gpu::Buffer& b, uint8_t* data) {
-            return copyRows(ss, s_row, start, rows, b, data);
-          },
-          mapped_ && !defer_ && !copy_));
+          [&](uint32_t start, uint32_t rows, const gpu::Buffer& b) { return copyRows(ws, w_row, start, rows, b); },
+          [&](uint32_t start, uint32_t rows, const gpu::Buffer& b) { return copyRows(ss, s_row, start, rows, b); }));
     }
     if (!bias_name.empty()) {
       auto b = vector(bias_name);
@@ -206,39 +176,35 @@ class Uploader {
     w.resize(padded(w.size()), 0);
     return chunked(
         m, parts[0].module, w_row, s_row,
-        [&](uint32_t start, uint32_t rows, const gpu::Buffer& b, uint8_t*) -> Status {
+        [&](uint32_t start, uint32_t rows, const gpu::Buffer& b) -> Status {
           ctx_.write(b, 0, w.data() + start * w_row,
                      std::min<size_t>(padded(rows * w_row), w.size() - (size_t)(start * w_row)));
           return {};
         },
-        [&](uint32_t start, uint32_t rows, const gpu::Buffer& b, uint8_t*) -> Status {
+        [&](uint32_t start, uint32_t rows, const gpu::Buffer& b) -> Status {
           std::vector<uint8_t> chunk(s.begin() + start * s_row, s.begin() + (start + rows) * s_row);
           chunk.resize(padded(chunk.size()), 0);
           ctx_.write(b, 0, chunk.data(), chunk.size());
           return {};
-        },
-        false);
+        });
   }
 
   // Splits m's rows into chunks a binding can hold (an even number of rows each) and creates each chunk's weight
-  // buffer, and its scale buffer where s_row > 0, filled by fill_w / fill_s(start row, rows, buffer, data); with
-  // `map`, the buffers are mapped at creation and `data` points at their bytes (else null).
+  // buffer, and its scale buffer where s_row > 0, filled by fill_w / fill_s(start row, rows, buffer).
   template <class FillW, class FillS>
-  Status chunked(GpuMatrix& m, const std::string& label, uint64_t w_row, uint64_t s_row, FillW fill_w, FillS fill_s,
-                 bool map) {
+  Status chunked(GpuMatrix& m, const std::string& label, uint64_t w_row, uint64_t s_row, FillW fill_w, FillS fill_s) {
     const uint64_t limit = max_chunk_ ? max_chunk_ : ctx_.limits().maxStorageBufferBindingSize;
     const uint64_t per_chunk = std::max<uint64_t>(2, (limit / std::max<uint64_t>(w_row, 1)) & ~uint64_t(1));
     for (uint32_t start = 0; start < m.n; start += (uint32_t)per_chunk) {
       const uint32_t rows = (uint32_t)std::min<uint64_t>(per_chunk, m.n - start);
-      uint8_t* data = nullptr;
-      auto wbuf = newBuffer(rows * w_row, label, map ? &data : nullptr);
+      auto wbuf = newBuffer(rows * w_row, label);
       if (!wbuf) return std::move(wbuf).error();
-      EWGPU_TRY(fill_w(start, rows, *wbuf, data));
+      EWGPU_TRY(fill_w(start, rows, *wbuf));
       m.w.push_back(std::move(*wbuf));
       if (s_row) {
-        auto sbuf = newBuffer(rows * s_row, label + ".scale", map ? &data : nullptr);
+        auto sbuf = newBuffer(rows * s_row, label + ".scale");
         if (!sbuf) return std::move(sbuf).error();
-        EWGPU_TRY(fill_s(start, rows, *sbuf, data));
+        EWGPU_TRY(fill_s(start, rows, *sbuf));
         m.s.push_back(std::move(*sbuf));
       }
       m.rows.push_back(rows);
@@ -282,10 +248,9 @@ class Uploader {
   }
   // Rows [start, start + rows) of the parts stacked, into dst from offset 0, read in slices of at most
   // kSliceBytes: the host never holds more than one slice of a matrix (the browser's heap stays small).
-  // With `mapped` (dst's bytes, mapped at creation), the ranges become jobs for WeightCopies instead, in pieces of
-  // 4 MiB.
+  // With the ring, each range is listed for it instead (ranges()).
   Status copyRows(const std::vector<Src>& parts, uint64_t row_bytes, uint32_t start, uint32_t rows,
-                  const gpu::Buffer& dst, uint8_t* mapped) {
+                  const gpu::Buffer& dst) {
     constexpr uint64_t kSliceBytes = 8ull << 20;
     const uint64_t slice_rows = std::max<uint64_t>(1, kSliceBytes / row_bytes);
     uint64_t first = 0, dst_off = 0;  // first: the part's first row in the stacked matrix
@@ -304,11 +269,8 @@ class Uploader {
         if (!raw) return std::move(raw).error();
         shard = *raw;
       }
-      if (mapped && hi > lo) {
-        const uint8_t* src = shard.data() + (lo - first) * row_bytes;
-        constexpr uint64_t kPiece = 4ull << 20;  // what one thread takes at a time
-        for (uint64_t n = (hi - lo) * row_bytes, o = 0; o < n; o += kPiece)
-          jobs_.push_back({src + o, mapped + dst_off + o, (size_t)std::min(kPiece, n - o)});
+      if (ring_ && hi > lo) {
+        ranges_.push_back({shard.data() + (lo - first) * row_bytes, dst.handle(), dst_off, (hi - lo) * row_bytes});
         dst_off += (hi - lo) * row_bytes;
         first += p.rows;
         continue;
@@ -351,9 +313,8 @@ class Uploader {
   std::function<void(const gpu::Buffer&, uint64_t, const TensorInfo&, uint64_t, uint64_t)> defer_;
   uint64_t bytes_ = 0;
   bool copy_;
-  bool mapped_;
-  std::vector<WeightCopies::Job> jobs_;
-  std::vector<WGPUBuffer> mapped_buffers_;
+  bool ring_;
+  std::vector<gpu::UploadRange> ranges_;
 };
 
 }  // namespace
@@ -398,14 +359,14 @@ Result<std::unique_ptr<GpuModel>> uploadModel(gpu::Context& ctx, const ModelFold
   const bool copy = opts.copy_through_host || envFlag("EWGPU_UPLOAD_COPY", false);
 #endif
 #ifdef EWGPU_WEB
-  const bool mapped = false;  // the browser's shim has no mapped-at-creation buffers; it writes from Blob reads
+  const bool ring = false;  // the browser writes from Blob reads (defer)
 #else
-  const bool mapped = opts.mapped && envFlag("EWGPU_UPLOAD_MAPPED", true) && !opts.defer && !copy;
+  const bool ring = opts.ring && envFlag("EWGPU_UPLOAD_RING", true) && !opts.defer && !copy;
 #endif
-  Uploader up(ctx, folder, opts, copy, mapped);
-  // The copying threads fault the shards' pages in themselves, several at once.
+  Uploader up(ctx, folder, opts, copy, ring);
+  // The ring's copying threads fault the shards' pages in themselves, several at once.
   const bool read_ahead =
-      opts.read_ahead && envFlag("EWGPU_UPLOAD_READ_AHEAD", true) && !opts.defer && !copy && !mapped;
+      opts.read_ahead && envFlag("EWGPU_UPLOAD_READ_AHEAD", true) && !opts.defer && !copy && !ring;
   ReadAhead ahead(folder, read_ahead);
   const uint32_t H = c.hidden;
   const ModelNames names = modelNames(c);
@@ -497,11 +458,11 @@ Result<std::unique_ptr<GpuModel>> uploadModel(gpu::Context& ctx, const ModelFold
   }
   m->weight_bytes = up.bytes();
   ahead.stop();
-  if (mapped) {
+  if (ring) {
     uint32_t threads = opts.copy_threads;
     if (const char* e = std::getenv("EWGPU_UPLOAD_THREADS")) threads = (uint32_t)std::max(1, std::atoi(e));
-    if (!threads) threads = std::clamp<uint32_t>(std::thread::hardware_concurrency(), 1, 8);
-    m->copies = std::make_unique<WeightCopies>(ctx, std::move(up.jobs()), std::move(up.mappedBuffers()), threads);
+    if (!threads) threads = std::clamp<uint32_t>(std::thread::hardware_concurrency(), 1, 4);
+    m->copies = std::make_unique<WeightCopies>(ctx, std::move(up.ranges()), threads);
     if (opts.stats) opts.stats->copy_threads = m->copies->threads();
     if (!opts.overlap) {
       double copy_ms = 0;

@@ -67,14 +67,13 @@ struct GpuModel {
 
   const GpuMatrix& logitsMatrix() const { return lm_head.n ? lm_head : embed; }
 
-  // Set by uploadModel with UploadOptions::overlap while host threads still copy the matrices' bytes into their
-  // buffers (mapped at creation): the buffers may be bound (Forward::create) but no submission may use them before
-  // finishUpload(), which waits for the copies and unmaps the buffers. The folder must outlive it. Declared last,
-  // so that the threads are joined before the buffers go.
+  // Set by uploadModel with UploadOptions::overlap: the matrices' bytes not yet written. finishUpload() writes them
+  // (through gpu/upload.h's staging ring, on the calling thread) and must run before the first submission that reads
+  // the weights; the buffers may be bound before (Forward::create runs it while its pipelines compile). The folder
+  // must outlive it.
   std::unique_ptr<WeightCopies> copies;
-  // Waits for `copies` (nothing when there are none). copy_ms: the copies' wall time from their start; wait_ms: how
-  // long this call waited for them.
-  Status finishUpload(double* copy_ms = nullptr, double* wait_ms = nullptr);
+  // Writes `copies` (nothing when there are none); copy_ms: the time it took.
+  Status finishUpload(double* copy_ms = nullptr);
   GpuModel();
   ~GpuModel();
   GpuModel(GpuModel&&) noexcept;
@@ -86,11 +85,11 @@ struct UploadStats {
   double read_ms = 0;      // bringing the folder's bytes into memory: the read-ahead thread's time (it overlaps the
                            // writes), or with copy_through_host the reads into the host slice
   double alloc_ms = 0;     // creating the GPU buffers
-  double write_ms = 0;     // inside queue writes (Dawn copies into its staging memory), or the host threads' copies
-                           // into mapped buffers (their wall time; 0 with overlap: they end after uploadModel)
+  double write_ms = 0;     // inside queue writes (Dawn copies into its staging memory), or the staging ring's time
+                           // (0 with overlap: finishUpload writes them later)
   double wait_ms = 0;      // the final wait for the GPU to take the copies
   uint64_t read_bytes = 0; // bytes the read-ahead thread brought in before the upload ended
-  uint32_t copy_threads = 0;  // host threads copying into mapped buffers (0: queue writes)
+  uint32_t copy_threads = 0;  // host threads filling the staging ring (0: queue writes)
 };
 
 struct UploadOptions {
@@ -111,15 +110,15 @@ struct UploadOptions {
   // (EWGPU_UPLOAD_READ_AHEAD=0) leaves the page faults to the writes.
   bool copy_through_host = false;
   bool read_ahead = true;
-  // Natively (not with defer or copy_through_host), each matrix chunk's buffer is mapped at creation and host
-  // threads copy its rows in from the mapped shards, several at once (docs/benchmarks.md, "Load"): `copy_threads`
-  // of them (0 = the hardware's threads, at most 8; $EWGPU_UPLOAD_THREADS). mapped = false, or
-  // EWGPU_UPLOAD_MAPPED=0, goes through queue writes on this thread instead (with the read-ahead thread).
-  bool mapped = true;
+  // Natively (not with defer or copy_through_host), the matrices' rows go to the GPU through a ring of map-write
+  // staging buffers (gpu/upload.h), filled from the mapped shards by `copy_threads` host threads (0 = the hardware's
+  // threads, at most 4; $EWGPU_UPLOAD_THREADS). ring = false, or EWGPU_UPLOAD_RING=0, writes each slice with a queue
+  // write on this thread instead (with the read-ahead thread).
+  bool ring = true;
   uint32_t copy_threads = 0;
-  // With mapped: return while the threads still copy (GpuModel::copies), so that the caller builds its pipelines
-  // meanwhile; it must call GpuModel::finishUpload() before the first submission that reads the weights. Without,
-  // uploadModel waits for the copies itself.
+  // With the ring: return before writing the matrices (GpuModel::copies), so that the caller writes them while its
+  // pipelines compile (Forward::create's while_compiling); GpuModel::finishUpload() must run before the first
+  // submission that reads the weights. Without, uploadModel writes them itself.
   bool overlap = false;
   UploadStats* stats = nullptr;
 };

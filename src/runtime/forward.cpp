@@ -167,7 +167,8 @@ std::vector<float> ropeTable(const ref::RopeSpec& spec, uint32_t positions) {
 
 }  // namespace
 
-Result<std::unique_ptr<Forward>> Forward::create(gpu::Context& ctx, const GpuModel& model, const ForwardOptions& o) {
+Result<std::unique_ptr<Forward>> Forward::create(gpu::Context& ctx, const GpuModel& model, const ForwardOptions& o,
+                                                 const std::function<Status()>& while_compiling) {
   std::unique_ptr<Forward> f(new Forward(ctx, model, o));
   const ModelConfig& c = model.config;
   if (o.max_batch < 1 || o.max_batch > kMaxDecodeRows)
@@ -227,8 +228,10 @@ Result<std::unique_ptr<Forward>> Forward::create(gpu::Context& ctx, const GpuMod
   Status built = f->createDecodeOps();
   if (built) built = f->createPrefillOps();
   ctx.deferPipelines(false);
+  Status beside = built && while_compiling ? while_compiling() : Status{};
   Status compiled = ctx.awaitPipelines();
   EWGPU_TRY(std::move(built));
+  EWGPU_TRY(std::move(beside));
   EWGPU_TRY(std::move(compiled));
   return f;
 }

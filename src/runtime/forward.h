@@ -25,6 +25,7 @@
 #include "model/gpu_model.h"
 #include "runtime/page_cache.h"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -84,7 +85,10 @@ class Forward {
   static constexpr uint32_t kParamWords = 64;
   static constexpr uint32_t kOutWords = 44;
 
-  static Result<std::unique_ptr<Forward>> create(gpu::Context& ctx, const GpuModel& model, const ForwardOptions& o);
+  // `while_compiling`, when set, runs on this thread once the ops are built and their pipelines are compiling on
+  // Dawn's threads, before they are awaited (the loaders write the weights then: GpuModel::finishUpload).
+  static Result<std::unique_ptr<Forward>> create(gpu::Context& ctx, const GpuModel& model, const ForwardOptions& o,
+                                                 const std::function<Status()>& while_compiling = {});
 
   // Bytes a Forward allocates per slot (KV cache and recurrent state) and for everything else (activations,
   // logits, sampling buffers) at `rows` decode rows, for `context` positions: what a memory budget divides.

@@ -64,7 +64,7 @@ Result<LocalEngine> LocalEngine::load(const std::string& dir, const LocalEngineO
       progress.upload_ms = ms(t_upload);
       report();
     };
-  uo.overlap = true;  // host threads copy the weights while Forward::create compiles (finishUpload below)
+  uo.overlap = true;  // the weights are written while Forward::create's pipelines compile
   auto model = uploadModel(*e.ctx, *e.folder, uo);
   if (!model) return std::move(model).error();
   e.model = std::move(*model);
@@ -78,13 +78,12 @@ Result<LocalEngine> LocalEngine::load(const std::string& dir, const LocalEngineO
       progress.pipelines_total = total;
       report();
     });
-  auto fwd = Forward::create(*e.ctx, *e.model, opts.forward);
+  auto fwd = Forward::create(*e.ctx, *e.model, opts.forward,
+                             [&] { return e.model->finishUpload(&e.phases.copy_ms); });
   e.ctx->setKernelCompiledHook({});
   if (!fwd) return std::move(fwd).error();
   e.forward = std::move(*fwd);
   e.phases.forward_ms = lap();
-  EWGPU_TRY(e.model->finishUpload(&e.phases.copy_ms));
-  e.phases.copy_wait_ms = lap();
   EWGPU_TRY(e.ctx->finish());
   e.phases.finish_ms = lap();
   e.load_ms = ms(t0);

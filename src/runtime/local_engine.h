@@ -45,12 +45,11 @@ struct LocalEngine {
   std::optional<Tokenizer> tokenizer;
   std::optional<ConvTemplate> conv;
   double load_ms = 0;
-  // Where load_ms went: device creation, weight upload (the buffers; natively the bytes are copied by host threads
-  // from then on, copy_ms of wall time beside Forward::create), Forward::create (its pipelines, see
-  // ctx->compileStats()), the wait for the copies left after it (copy_wait_ms), and the wait for the GPU to finish
-  // the uploads.
+  // Where load_ms went: device creation, weight upload (the buffers; natively the matrices' bytes are written
+  // through the staging ring inside Forward::create while its pipelines compile, copy_ms of it), Forward::create
+  // (its pipelines, see ctx->compileStats()), and the wait for the GPU to finish the uploads.
   struct LoadPhases {
-    double device_ms = 0, upload_ms = 0, forward_ms = 0, copy_ms = 0, copy_wait_ms = 0, finish_ms = 0;
+    double device_ms = 0, upload_ms = 0, forward_ms = 0, copy_ms = 0, finish_ms = 0;
   } phases;
 
   // Validates the folder, its tokenizer and its conversation template (whose token ids must lie inside the

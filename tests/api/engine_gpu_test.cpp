@@ -111,9 +111,9 @@ INSTANTIATE_TEST_SUITE_P(AllArchitectures, EngineOnGpu,
                          ::testing::Values("llama", "mistral", "qwen2", "qwen3", "qwen3_5"));
 
 // The load's GPU half (device, weights, pipelines) runs while the loader thread parses the tokenizer and the
-// template: a good folder reports every stage, its weights copied by host threads into mapped buffers
-// (upload_copy); a folder whose tokenizer.json is broken fails with the tokenizer's own error once the GPU half is
-// done, and frees what it built: the engine then loads the good folder under the same id and decodes it.
+// template: a good folder reports every stage, its weights written through the staging ring while the pipelines
+// compile (upload_ring); a folder whose tokenizer.json is broken fails with the tokenizer's own error once the GPU
+// half is done, and frees what it built: the engine then loads the good folder under the same id and decodes it.
 TEST(EngineOnGpuLoad, ParseOverlapsTheGpuHalfAndItsFailureEndsOnlyThatLoad) {
   const std::string good = fixture("llama");
   const std::string bad = ::testing::TempDir() + "/ewgpu-bad-tokenizer";
@@ -137,7 +137,7 @@ TEST(EngineOnGpuLoad, ParseOverlapsTheGpuHalfAndItsFailureEndsOnlyThatLoad) {
 
   auto info = (*e)->load(good, lo)->wait();
   ASSERT_TRUE(info.ok()) << info.error().toString();
-  for (const char* stage : {"parse", "device", "upload", "upload_copy", "pipelines", "pipelines_shader_modules",
+  for (const char* stage : {"parse", "device", "upload", "upload_ring", "pipelines", "pipelines_shader_modules",
                             "warmup"})
     EXPECT_TRUE(info->load_ms_by_stage.contains(stage)) << stage << " in " << info->load_ms_by_stage.dump();
   auto tok = Tokenizer::fromFile(good + "/tokenizer.json");

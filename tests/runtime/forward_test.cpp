@@ -403,15 +403,15 @@ TEST(Upload, EveryPathWritesTheSameBytes) {
     return out;
   };
   // Ways: 0 queue writes from the mapped shards with the read-ahead thread, 1 without it, 2 through a host slice,
-  // 3 buffers mapped at creation filled by three host threads (the native default), 4 the same overlapped: the
-  // copies still running when uploadModel returns, finished by finishUpload.
+  // 3 the staging ring filled by three host threads (the native default), 4 the ring left to finishUpload (overlap).
+  // The tiny ring slots (64 KiB matrices chunks, 16 MiB slots) hold many ranges each.
   std::vector<std::vector<std::vector<float>>> contents;
   for (int way = 0; way < 5; ++way) {
     UploadOptions uo;
     uo.max_chunk_bytes = 64 << 10;
     uo.copy_through_host = way == 2;
     uo.read_ahead = way == 0;
-    uo.mapped = way >= 3;
+    uo.ring = way >= 3;
     uo.copy_threads = way == 3 ? 3 : 2;
     uo.overlap = way == 4;
     UploadStats st;
@@ -460,13 +460,13 @@ TEST(UploadBench, FourWays) {
   const bool cold = std::getenv("EWGPU_UPLOAD_BENCH_COLD") && std::string(std::getenv("EWGPU_UPLOAD_BENCH_COLD")) == "1";
   std::printf("[ upload ] page cache %s before each upload\n", cold ? "dropped" : "warm");
   const char* names[] = {"queue writes + read-ahead", "queue writes, no read-ahead", "through a host slice",
-                         "mapped buffers, threads (default)"};
+                         "staging ring (default)"};
   for (int rep = 0; rep < 2; ++rep)
     for (int way = 0; way < 4; ++way) {
       UploadOptions uo;
       uo.copy_through_host = way == 2;
       uo.read_ahead = way == 0;
-      uo.mapped = way == 3;
+      uo.ring = way == 3;
       UploadStats st;
       uo.stats = &st;
       if (cold) {
