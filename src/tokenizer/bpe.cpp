@@ -71,7 +71,7 @@ void MergeTable::insert(int32_t left, int32_t right, Merge m) {
   }
 }
 
-Result<BpeModel> BpeModel::fromJson(const nlohmann::json& model, bool byteLevel) {
+Result<BpeModel> BpeModel::fromJson(const nlohmann::json& model, bool byteLevel, const Captured* captured) {
   using namespace tokjson;
   if (!model.is_object()) return modelError("model", "wrong_type", "is not an object");
   auto type = optString(model, "type", "BPE", "model");
@@ -92,20 +92,29 @@ Result<BpeModel> BpeModel::fromJson(const nlohmann::json& model, bool byteLevel)
   EWGPU_ASSIGN(m.fuseUnk_, optBool(model, "fuse_unk", false, "model"));
   EWGPU_ASSIGN(m.ignoreMerges_, optBool(model, "ignore_merges", false, "model"));
 
+  const bool cap = captured && captured->has_vocab;
+  if (cap && captured->vocab_nested) return modelError("model.vocab", "wrong_type", "has a non-integer id");
   const auto& vocab = model["vocab"];
-  m.vocab_.reserve(vocab.size());
-  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-    if (!it.value().is_number_integer()) return modelError("model.vocab", "wrong_type", "has a non-integer id");
-    const bool negative = !it.value().is_number_unsigned() && it.value().get<int64_t>() < 0;
-    // Ids are dense in real files; the bound keeps the id table linear in the file's size.
-    const uint64_t limit = std::min<uint64_t>(1u << 24, 2 * (uint64_t)vocab.size() + 65536);
-    if (negative || it.value().get<uint64_t>() >= limit)
+  const size_t entries = cap ? captured->vocab.size() : vocab.size();
+  m.vocab_.reserve(entries);
+  // Ids are dense in real files; the bound keeps the id table linear in the file's size.
+  const uint64_t limit = std::min<uint64_t>(1u << 24, 2 * (uint64_t)entries + 65536);
+  auto add = [&](const std::string& key, const nlohmann::json& value) -> Status {
+    if (!value.is_number_integer()) return modelError("model.vocab", "wrong_type", "has a non-integer id");
+    const bool negative = !value.is_number_unsigned() && value.get<int64_t>() < 0;
+    if (negative || value.get<uint64_t>() >= limit)
       return modelError("model.vocab", "bad_value",
-                        "has id " + it.value().dump() + ", outside [0, " + std::to_string(limit) + ")");
-    const int64_t id = it.value().get<int64_t>();
-    m.vocab_.emplace(it.key(), static_cast<int32_t>(id));
+                        "has id " + value.dump() + ", outside [0, " + std::to_string(limit) + ")");
+    const int64_t id = value.get<int64_t>();
+    if (!m.vocab_.emplace(key, static_cast<int32_t>(id)).second) return {};  // an earlier duplicate (captured)
     if (m.idToToken_.size() <= static_cast<size_t>(id)) m.idToToken_.resize(id + 1);
-    m.idToToken_[id] = it.key();
+    m.idToToken_[id] = key;
+    return {};
+  };
+  if (cap) {
+    for (auto it = captured->vocab.rbegin(); it != captured->vocab.rend(); ++it) EWGPU_TRY(add(it->first, it->second));
+  } else {
+    for (auto it = vocab.begin(); it != vocab.end(); ++it) EWGPU_TRY(add(it.key(), it.value()));
   }
   std::string unk;
   EWGPU_ASSIGN(unk, optString(model, "unk_token", "", "model"));
@@ -133,9 +142,13 @@ Result<BpeModel> BpeModel::fromJson(const nlohmann::json& model, bool byteLevel)
     auto it = m.vocab_.find(std::string_view(name));
     if (it != m.vocab_.end()) m.fallbackIds_[b] = it->second;
   }
-  auto merges = optArray(model, "merges", "model");
-  if (!merges) return std::move(merges).error();
-  EWGPU_TRY(m.loadMerges(**merges));
+  if (captured && captured->has_merges) {
+    EWGPU_TRY(m.loadMerges(captured->merges));
+  } else {
+    auto merges = optArray(model, "merges", "model");
+    if (!merges) return std::move(merges).error();
+    EWGPU_TRY(m.loadMerges(**merges));
+  }
   if (!byteLevel) m.collectCharPairs();
   // Unknown characters become (fusable) unk only when some byte has no <0xXX> token to fall back to.
   bool allFallback = m.byteFallback_;

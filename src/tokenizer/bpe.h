@@ -75,8 +75,17 @@ class MergeTable {
 
 class BpeModel {
  public:
-  // `model` is the "model" object of tokenizer.json (type BPE); `byteLevel` comes from the pre-tokenizer.
-  static Result<BpeModel> fromJson(const nlohmann::json& model, bool byteLevel);
+  // The two large members of a "model" object, kept out of the parsed document (Tokenizer::fromJson captures them
+  // while parsing: a DOM object of 151k keys is most of a Qwen3 tokenizer.json's parse). vocab: the entries in file
+  // order (a later duplicate key wins, as in the DOM); vocab_nested: a value that is an object or array (an error).
+  struct Captured {
+    bool has_vocab = false, has_merges = false, vocab_nested = false;
+    std::vector<std::pair<std::string, nlohmann::json>> vocab;
+    nlohmann::json merges = nlohmann::json::array();
+  };
+  // `model` is the "model" object of tokenizer.json (type BPE); `byteLevel` comes from the pre-tokenizer. With
+  // `captured`, its vocab and merges come from there instead of `model`.
+  static Result<BpeModel> fromJson(const nlohmann::json& model, bool byteLevel, const Captured* captured = nullptr);
 
   // Appends the ids of one word (raw bytes when byte-level, else UTF-8 text) to `out`.
   void tokenizeWord(std::string_view word, std::vector<int32_t>& out) const;

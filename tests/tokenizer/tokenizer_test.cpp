@@ -119,6 +119,40 @@ TEST(Tokenizer, WrongShapesNameTheField) {
   EXPECT_EQ(bad.error().detail["problem"], "bad_json");
 }
 
+// model.vocab and model.merges are taken out of the document while it is parsed (Tokenizer::fromJson): the result is
+// what the whole document gives, for the awkward shapes too. A duplicate vocab key keeps its last id, as a JSON object
+// does; a repeated "model" key keeps the last model; a vocab value that is an object or array is an error naming
+// model.vocab; merges in either form, and merges written before the vocab, load the same.
+TEST(Tokenizer, VocabAndMergesCapturedWhileParsingMatchTheDocument) {
+  auto dup = Tokenizer::fromJson(R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "a": 2, "ab": 3},
+      "merges": ["a b"]}})");
+  ASSERT_TRUE(dup.ok()) << dup.error().toString();
+  EXPECT_EQ(dup->tokenToId("a"), 2);
+  EXPECT_EQ(dup->idToToken(0), "");
+  EXPECT_EQ(dup->encode("ab"), std::vector<int32_t>{3});
+  auto twice = Tokenizer::fromJson(R"({"model": {"type": "BPE", "vocab": {"x": 0}},
+      "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": [["a", "b"]]}})");
+  ASSERT_TRUE(twice.ok()) << twice.error().toString();
+  EXPECT_EQ(twice->encode("ab"), std::vector<int32_t>{2});
+  EXPECT_FALSE(twice->tokenToId("x").has_value());
+  auto first = Tokenizer::fromJson(R"({"model": {"merges": ["a b"], "type": "BPE", "vocab": {"ab": 2, "a": 0, "b": 1}}})");
+  ASSERT_TRUE(first.ok()) << first.error().toString();
+  EXPECT_EQ(first->encode("ab"), std::vector<int32_t>{2});
+  for (const char* bad : {R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": [1]}}})",
+                          R"({"model": {"type": "BPE", "vocab": {"a": {"id": 0}}}})",
+                          R"({"model": {"type": "BPE", "vocab": {"a": "0"}}})"}) {
+    auto t = Tokenizer::fromJson(bad);
+    ASSERT_FALSE(t.ok()) << bad;
+    EXPECT_EQ(t.error().detail.value("field", std::string("?")), "model.vocab") << t.error().toString();
+  }
+  // A vocab object nested deeper under model is left alone.
+  auto other = Tokenizer::fromJson(R"({"model": {"type": "BPE", "extra": {"vocab": {"z": 9}},
+      "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": [["a", "b"]]}})");
+  ASSERT_TRUE(other.ok()) << other.error().toString();
+  EXPECT_EQ(other->encode("ab"), std::vector<int32_t>{2});
+  EXPECT_FALSE(other->tokenToId("z").has_value());
+}
+
 TEST(Tokenizer, SplitBehaviours) {
   const std::string text = "the-final--countdown";
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
