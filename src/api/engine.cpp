@@ -300,7 +300,7 @@ void loadEncoderOnDriver(Engine::Impl& p, LoadRun& L, std::shared_ptr<ModelAsset
 }
 
 // The GPU half of a generative model's load, on the driver thread: the device (first load), the weights (their
-// bytes copied by host threads while the pipelines compile), the Forward.
+// bytes written through the staging ring while the pipelines compile), the Forward.
 Status buildGpuModel(LoadRun& L, const ModelFolder& folder, GpuLoad& g) {
   Engine::Impl& p = *L.p;
   const auto t_dev = std::chrono::steady_clock::now();
@@ -404,7 +404,7 @@ void Engine::Impl::runLoad(const std::string& source, LoadOptions lo, std::share
   // The folder (config and tensor manifest) is validated here first. Then, for a generative model on the GPU, the
   // driver thread (the only thread that touches the GPU) creates the device, uploads the weights and builds the
   // Forward (command 1) while this thread parses the tokenizer and template (the Qwen3 tokenizer.json takes
-  // ~0.3-1 s); command 2 then builds the executor from both, or fails the load with the parse's error (the GPU
+  // ~0.6 s); command 2 then builds the executor from both, or fails the load with the parse's error (the GPU
   // objects are freed on the driver thread). Embedding models and injected backends parse first, as before.
   L.progress("parse", 0.8);
   const auto t_parse = std::chrono::steady_clock::now();
