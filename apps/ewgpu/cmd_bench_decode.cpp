@@ -94,7 +94,7 @@ Result<DecodeRow> measure(LocalEngine& e, uint32_t k, uint32_t tokens, uint32_t 
   gpu::Recorder rec(*e.ctx, 0);
   rec.setTimer(timer->get());
   auto t0 = Clock::now();
-  for (uint32_t s = 0; s < k; ++s) e.forward->recordDecodeStep(rec, 0, sampling.temperature > 0);
+  for (uint32_t s = 0; s < k; ++s) e.forward->recordDecodeStep(rec, 0, sampling.temperature > 0, pos + s + 1);
   row.encode_ms_per_token = std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / k;
   (*timer)->resolve(rec);
   row.passes_per_token = (double)rec.stats().passes / k;
@@ -173,7 +173,9 @@ int runBenchDecode(const BenchFlags& f) {
   LocalEngine& e = s->e;
   const ModelConfig& c = e.model->config;
   WeightTraffic wt = weightTraffic(c);
-  const uint32_t dispatches = e.forward->stats().decode_dispatches;
+  // The dispatches of the steps timed: the sampler's (one dispatch greedy) and the attention's variant at the prompt's
+  // end (one range per head up to Forward::attnShortPositions()).
+  const uint32_t dispatches = e.forward->decodeDispatches(sampling.temperature > 0, prompt_tokens + tokens);
   const double bw_floor_ms = wt.bytes_per_token / (s->floor.best_gbps * 1e6);
   const double dispatch_floor_ms = dispatches * s->floor.dispatch_in_pass_us / 1000;
   const double floor_ms = bw_floor_ms + dispatch_floor_ms;
@@ -210,7 +212,9 @@ int runBenchDecode(const BenchFlags& f) {
                 r.encode_ms_per_token, r.passes_per_token, r.ms_per_token / floor_ms);
   if (f.profile)
     return profile(e, f.profile_repeat, "one decode step", {"attention", "gdn_recurrent"},
-                   [&](gpu::Recorder& rec) { e.forward->recordDecodeStep(rec); });
+                   [&](gpu::Recorder& rec) {
+                     e.forward->recordDecodeStep(rec, 0, sampling.temperature > 0, prompt_tokens + maxk + 1);
+                   });
   return 0;
 }
 

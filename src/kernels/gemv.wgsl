@@ -44,6 +44,10 @@ override XSH_LEN: u32 = 1u;     // vec4s of xsh: K / 4 + K / 32 with XSH
 override Q8: bool = false;
 override Q8_GROUPS: u32 = 1u;   // K / 32 with Q8
 override Q8_DIGITS: u32 = 2u;   // 1 or 2
+// Q8 fast path with RPT 4: the weight words and scales of each thread's first group are loaded before the
+// prologue, so their memory latency overlaps x's load, its quantization and the prologue's barriers (a load after
+// a barrier cannot be moved above it).
+override PREFETCH: bool = true;
 
 const MAXB: u32 = 8u;
 const MAXACC: u32 = 32u;        // 2 (SwiGLU halves) × RPT × BATCH ≤ 32
@@ -175,27 +179,57 @@ fn quantizeGroup(g: u32) -> f32 {
 // Σ (code - 7) · x̂ over group g of row `row` in units of the digit-0 step (exact in i32: |·| < 2^24), times the
 // weight scale. q = xq[2g], xq[2g+1] (digit 0), then the same for digit 1; z = the digits' zero points.
 fn dotGroupQ8(row: u32, g: u32, q: array<vec4<u32>, 4>, z: vec2<i32>) -> f32 {
-  let wv = w[row * groupsPerRow() + g];
+  return dotWordsQ8(w[row * groupsPerRow() + g], scaleOf(row, g), q, z);
+}
+
+// The same for a group's words and scale already in registers.
+fn dotWordsQ8(wv: vec4<u32>, sc: f32, q: array<vec4<u32>, 4>, z: vec2<i32>) -> f32 {
   let lo = wv & vec4<u32>(0x0F0F0F0Fu);
   let hi = (wv >> vec4<u32>(4u)) & vec4<u32>(0x0F0F0F0Fu);
   var t = dot32(lo, hi, q[0], q[1]) - z.x;
   if (Q8_DIGITS == 2u) { t = t * 254 + dot32(lo, hi, q[2], q[3]) - z.y; }
-  return f32(t) * scaleOf(row, g);
+  return f32(t) * sc;
 }
 
-// Four rows (clamped to `last`) of group g against the int8 x̂, in units of the group's digit-0 step.
-fn rows4GroupQ8(r: u32, last: u32, g: u32) -> vec4<f32> {
+// Group g of x̂'s digits and zero points from workgroup memory.
+fn xqGroup(g: u32) -> array<vec4<u32>, 4> {
   var q: array<vec4<u32>, 4>;
   q[0] = xq[2u * g];
   q[1] = xq[2u * g + 1u];
-  var z = vec2<i32>(xz[g], 0);
   if (Q8_DIGITS == 2u) {
     q[2] = xq[2u * Q8_GROUPS + 2u * g];
     q[3] = xq[2u * Q8_GROUPS + 2u * g + 1u];
-    z.y = xz[Q8_GROUPS + g];
   }
+  return q;
+}
+fn xzGroup(g: u32) -> vec2<i32> { return vec2<i32>(xz[g], select(0, xz[Q8_GROUPS + g], Q8_DIGITS == 2u)); }
+
+// Four rows (clamped to `last`) of group g against the int8 x̂, in units of the group's digit-0 step.
+fn rows4GroupQ8(r: u32, last: u32, g: u32) -> vec4<f32> {
+  let q = xqGroup(g);
+  let z = xzGroup(g);
   return vec4<f32>(dotGroupQ8(min(r, last), g, q, z), dotGroupQ8(min(r + 1u, last), g, q, z),
                    dotGroupQ8(min(r + 2u, last), g, q, z), dotGroupQ8(min(r + 3u, last), g, q, z));
+}
+
+// rows4GroupQ8 with the four rows' words and scales already loaded (PREFETCH).
+fn rows4WordsQ8(w0: vec4<u32>, w1: vec4<u32>, w2: vec4<u32>, w3: vec4<u32>, sc: vec4<f32>, g: u32) -> vec4<f32> {
+  let q = xqGroup(g);
+  let z = xzGroup(g);
+  return vec4<f32>(dotWordsQ8(w0, sc.x, q, z), dotWordsQ8(w1, sc.y, q, z), dotWordsQ8(w2, sc.z, q, z),
+                   dotWordsQ8(w3, sc.w, q, z));
+}
+
+// The words and scales of rows r .. r+3 (clamped to `last`) in group g.
+struct Words4 { w0: vec4<u32>, w1: vec4<u32>, w2: vec4<u32>, w3: vec4<u32>, sc: vec4<f32> }
+fn loadWords4(r: u32, last: u32, g: u32) -> Words4 {
+  let gpr = groupsPerRow();
+  let r0 = min(r, last);
+  let r1 = min(r + 1u, last);
+  let r2 = min(r + 2u, last);
+  let r3 = min(r + 3u, last);
+  return Words4(w[r0 * gpr + g], w[r1 * gpr + g], w[r2 * gpr + g], w[r3 * gpr + g],
+                vec4<f32>(scaleOf(r0, g), scaleOf(r1, g), scaleOf(r2, g), scaleOf(r3, g)));
 }
 
 // Four rows of one word, x in registers.
@@ -259,6 +293,21 @@ fn reduceLanes(v: f32, lid: u32) -> f32 {
 fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {
   let lid = lidv.x;
+  let groups = WG / TPR;            // thread groups in the workgroup
+  let tg = lid / TPR;
+  let ks = tg % KSPLIT;              // which slice of K this thread group sums
+  let rows_per_wg = (groups / KSPLIT) * RPT;
+  let logical_rows = select(N, N / 2u, epiGated(EPI));
+  let base = (wid.x + wid.y * nwg.x) * rows_per_wg + (tg / KSPLIT) * RPT;
+  let lane = lid % TPR;
+  let fast = QFMT <= 1u && BATCH == 1u && (RPT == 4u || RPT == 8u);
+  let pre = PREFETCH && Q8 && fast && RPT == 4u && base < logical_rows && ks * TPR + lane < groupsPerRow();
+  var pa: Words4;
+  var pu: Words4;
+  if (pre) {
+    pa = loadWords4(base, logical_rows - 1u, ks * TPR + lane);
+    if (epiGated(EPI)) { pu = loadWords4(base + N / 2u, logical_rows - 1u + N / 2u, ks * TPR + lane); }
+  }
   if (NORM || XSH || Q8) {
     for (var b = 0u; b < BATCH; b++) {
       var ss = 0.0;
@@ -286,19 +335,11 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
       workgroupBarrier();
     }
   }
-  let groups = WG / TPR;            // thread groups in the workgroup
-  let tg = lid / TPR;
-  let ks = tg % KSPLIT;              // which slice of K this thread group sums
-  let rows_per_wg = (groups / KSPLIT) * RPT;
-  let logical_rows = select(N, N / 2u, epiGated(EPI));
-  let base = (wid.x + wid.y * nwg.x) * rows_per_wg + (tg / KSPLIT) * RPT;
-  let lane = lid % TPR;
   var acc: array<f32, MAXACC>;
   for (var i = 0u; i < MAXACC; i++) { acc[i] = 0.0; }
   let up = RPT * BATCH;  // offset of the SwiGLU "up" accumulators
   // Fast path: q4, one activation row, 4 or 8 rows per thread group, vec4 accumulators (rows clamped, masked
   // at the end). With XSH the x values come from xsh without rinv, applied once at the end.
-  let fast = QFMT <= 1u && BATCH == 1u && (RPT == 4u || RPT == 8u);
   if (fast && base < logical_rows) {
     let last = logical_rows - 1u;
     let h = select(0u, N / 2u, epiGated(EPI));
@@ -307,7 +348,14 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
     var u4 = vec4<f32>(0.0);
     var v4 = vec4<f32>(0.0);
     if (Q8) {
-      for (var g = ks * TPR + lane; g < groupsPerRow(); g += TPR * KSPLIT) {
+      var g0 = ks * TPR + lane;
+      if (pre) {
+        let d = select(xd[g0], xd[g0] / 254.0, Q8_DIGITS == 2u);
+        a4 += d * rows4WordsQ8(pa.w0, pa.w1, pa.w2, pa.w3, pa.sc, g0);
+        if (epiGated(EPI)) { u4 += d * rows4WordsQ8(pu.w0, pu.w1, pu.w2, pu.w3, pu.sc, g0); }
+        g0 += TPR * KSPLIT;
+      }
+      for (var g = g0; g < groupsPerRow(); g += TPR * KSPLIT) {
         let d = select(xd[g], xd[g] / 254.0, Q8_DIGITS == 2u);
         a4 += d * rows4GroupQ8(base, last, g);
         if (RPT == 8u) { b4 += d * rows4GroupQ8(base + 4u, last, g); }

@@ -10,6 +10,12 @@ namespace {
 constexpr std::pair<Activations, std::string_view> kActivationNames[] = {
     {Activations::kAuto, "auto"}, {Activations::kF32, "f32"}, {Activations::kInt8, "int8"}, {Activations::kInt16, "int16"}};
 
+// gemv.wgsl PREFETCH up to this many workgroups. H200, decode GPU ms per token with it up to 0 / 64 / 128 / 192 /
+// every grid (docs/measurements/h200-run27, sweep.txt): Qwen3-0.6B (its projections 64-128 workgroups) 1.11 / 1.09 /
+// 1.04 / 1.05 / 1.04; Llama-3.2-1B 0.765 / 0.766 / 0.770 / 0.776 / 0.810; Qwen3.5-2B 1.265 / 1.258 / 1.261 / 1.260 /
+// 1.374. Larger grids lose: the prefetched registers cost occupancy where a GEMV has more than one wave.
+constexpr uint32_t kPrefetchMaxWorkgroups = 128;
+
 // A tuning knob from the environment (0 when unset): the GEMV sweeps' overrides of the defaults below.
 uint32_t knob(const char* name) {
   const char* v = std::getenv(name);
@@ -110,6 +116,10 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
   if (q8) xsh = false;  // the int8 staging replaces the f32 one
   const uint32_t y_stride = cfg.y_stride ? cfg.y_stride : out_w;
   const uint32_t x_stride = cfg.x_stride ? cfg.x_stride : w.K;
+  // int8 x̂ with 4 rows per thread group: the first group's weights loaded before the prologue (gemv.wgsl
+  // PREFETCH) where the grid has at most this many workgroups; EWGPU_GEMV_PREFETCH_WG overrides (0: never).
+  uint32_t prefetch_wg = kPrefetchMaxWorkgroups;
+  if (const char* e = std::getenv("EWGPU_GEMV_PREFETCH_WG")) prefetch_wg = (uint32_t)std::strtoul(e, nullptr, 10);
   GemvOp op;
   uint32_t row0 = 0;
   for (size_t c = 0; c < w.w_chunks.size(); ++c) {
@@ -121,6 +131,8 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
                      {"KSPLIT", ksplit}, {"XSH", xsh ? 1 : 0}, {"XSH_LEN", xsh ? xsh_len : 1},
                      {"Q8", q8 ? 1 : 0}, {"Q8_GROUPS", q8 ? groups_k : 1},
                      {"Q8_DIGITS", digits}};
+    const uint32_t wgs = ((gatedEpilogue(cfg.epi) ? n / 2 : n) + rows_per_wg - 1) / rows_per_wg;
+    if (q8 && rpt == 4) k["PREFETCH"] = wgs <= prefetch_wg ? 1 : 0;
     auto kern = ctx.kernel("gemv", k);
     if (!kern) return std::move(kern).error();
     // Unused bindings get any read-only buffer that is not `y`.

@@ -434,7 +434,16 @@ Status Executor::issueDecode(uint32_t need) {
       rec.clear(fwd_.rows(), to * RW + kRowOutIndex * 4, 4);
     }
   }
-  for (uint32_t k = 0; k < need; ++k) fwd_.recordDecodeStep(rec, A, sampled);
+  // The furthest position a lane can reach in these steps (a bound: every in-flight decode step counted), which
+  // picks the attention's variant per step (Forward::recordDecodeStep).
+  uint32_t pos_bound = 0, in_flight_steps = 0;
+  for (const auto& g : in_flight_)
+    if (!g.prefill) in_flight_steps += g.steps;
+  for (uint32_t l = 0; l < A; ++l) {
+    const Row& row = rows_[lane_row_[l]];
+    pos_bound = std::max<uint32_t>(pos_bound, (uint32_t)row.req.prompt.size() + row.sampled + in_flight_steps + 1);
+  }
+  for (uint32_t k = 0; k < need; ++k) fwd_.recordDecodeStep(rec, A, sampled, pos_bound + k);
   rb.record(rec, fwd_.out(), 0, (uint64_t)A * fwd_.options().max_steps * Forward::kOutWords * 4);
   EWGPU_TRY(rec.submit());
   rb.requestMap(ctx_);

@@ -114,6 +114,11 @@ kernels::GdnPrefillAlgo gdnPrefillAlgo(const DeviceInfo& d) {
   if (d.cpuAdapter() && !(e && std::string(e) == "columns")) return kernels::GdnPrefillAlgo::kChunked;
   return d.subgroups ? kernels::GdnPrefillAlgo::kColumns : kernels::GdnPrefillAlgo::kSequential;
 }
+// Decode positions up to which the attention takes one range per head and no merge (Forward::attn_short_). H200
+// (docs/measurements/h200-run27), one range against the split: positions 128-256 Llama-3.2-1B 1228 / 1179 tok/s,
+// Qwen3-0.6B 994 / 975; positions 256-384 the 1B even (1219-1223 / 1222-1228), the 0.6B 816-820 / 891-914.
+constexpr uint32_t kAttnShortDefault = 256;
+
 // Decode attention shared by a KV group on GPUs (attention_gqa.wgsl); EWGPU_ATTN_GQA=1 on, 0 off.
 bool attnGqa() {
   const char* e = std::getenv("EWGPU_ATTN_GQA");
@@ -326,6 +331,11 @@ Status Forward::createBuffers() {
   if (ctx_.info().cpuAdapter()) attn_split_ = 1;
   if (const char* e = std::getenv("EWGPU_ATTN_SPLIT")) attn_split_ = std::clamp<uint32_t>(std::atoi(e), 1, 64);
   if (c.isGemma4()) attn_split_ = 1;  // attention_combine takes one head dim; gemma4's vary by layer
+  // Early in a sequence the ranges are a few positions each, and the merge is a dispatch of its own: up to
+  // attn_short_ positions one range per head is recorded instead (recordDecodeStep's max_pos).
+  attn_short_ = attn_split_ > 1 ? kAttnShortDefault : 0;
+  if (const char* e = std::getenv("EWGPU_ATTN_SHORT")) attn_short_ = attn_split_ > 1 ? (uint32_t)std::atoi(e) : 0;
+  if (const char* e = std::getenv("EWGPU_ATTN_PVU")) attn_pvu_ = std::clamp<uint32_t>(std::atoi(e), 1, 8);
   // attention.wgsl's threads per scored position (TPP), at most the subgroup size where subgroups hold them (1
   // elsewhere); per layer, a quarter of its head's vec4 columns (the pipelines below). EWGPU_ATTN_TPP = 1 / 2 / 4 / 8
   // fixes it (a CPU adapter with subgroups takes it too: tests).
@@ -590,6 +600,7 @@ Status Forward::createDecodeOps() {
         ak["PT"] = pass ? kRowWords : B * kRowWords;  // the tables follow the prefill row / the decode rows
         ak["FUSED"] = pass ? 0 : 1;
         ak["SPLIT"] = pass ? 1 : attn_split_;
+        ak["PVU"] = attn_pvu_;
         // Decode: a quarter of the head's vec4 columns per thread group (64-wide heads 4 threads, 128 and wider 8),
         // so each thread loads four or more and a subgroup's loads read whole K rows (docs/measurements/h200-run24).
         // The prefill walk (heads over 128 on GPUs) takes the same: H200, the 2B's 256-wide heads, the last 1024-token
@@ -678,6 +689,16 @@ Status Forward::createDecodeOps() {
         if (!bg2) return std::move(bg2).error();
         (pass ? a.pattn : a.attn) = *k2;
         (pass ? a.pattn_bg : a.attn_bg) = std::move(*bg2);
+        if (pass == 0 && attn_split_ > 1 && attn_short_ > 0 && !cpu_attn && !gqa) {
+          ak["SPLIT"] = 1;
+          auto k4 = ctx_.kernel("attention", ak, kvdef);
+          if (!k4) return std::move(k4).error();
+          auto bg4 = ctx_.bindGroup(**k4, {{&dqkv}, {&rows_}, {&kc_[src]}, {&vc_[src]}, {&dqkv}, {&mix_},
+                                           {&ropeOf(l)}, {&L.qk_norm}});
+          if (!bg4) return std::move(bg4).error();
+          a.attn1 = *k4;
+          a.attn1_bg = std::move(*bg4);
+        }
       }
       // gemma2/3, olmo2: the output is stored, normed and then added to the residual stream.
       const bool post = L.attn_out_norm.handle();
@@ -808,10 +829,14 @@ Status Forward::createDecodeOps() {
   }
   // Dispatches per decode step (for benchmarks), counted by recording one step that is never submitted (cap 0:
   // no flush on the way).
-  gpu::Recorder counter(ctx_, 0);
-  recordDecodeStep(counter);
-  stats_.decode_dispatches = (uint32_t)counter.stats().dispatches;
+  stats_.decode_dispatches = decodeDispatches(true, UINT32_MAX);
   return {};
+}
+
+uint32_t Forward::decodeDispatches(bool sampled, uint32_t max_pos) const {
+  gpu::Recorder counter(ctx_, 0);
+  recordDecodeStep(counter, 0, sampled, max_pos);
+  return (uint32_t)counter.stats().dispatches;
 }
 
 // ForwardOptions::mlp_digits' auto: one digit for the MLP where the others take two by default, the split that
@@ -949,7 +974,7 @@ Status Forward::createPrefillOps() {
   return {};
 }
 
-void Forward::recordDecodeStep(gpu::Recorder& rec, uint32_t rows, bool sampled) const {
+void Forward::recordDecodeStep(gpu::Recorder& rec, uint32_t rows, bool sampled, uint32_t max_pos) const {
   const ModelConfig& c = model_.config;
   const uint32_t B = rows ? std::min(rows, opts_.max_batch) : opts_.max_batch;
   for (const auto& [k, bg] : embed_) rec.dispatch(*k, bg, B, embedGroupsPerRow(c));
@@ -965,8 +990,12 @@ void Forward::recordDecodeStep(gpu::Recorder& rec, uint32_t rows, bool sampled) 
       const AttnOps& a = *L.attn;
       a.qkv.record(rec, B);
       if (a.qkvn) rec.dispatch(*a.qkvn->kernel, a.qkvn->bg, B, 3);
-      rec.dispatch(*a.attn, a.attn_bg, a.attn_gx, B, attn_split_);
-      if (attn_split_ > 1) rec.dispatch(*combine_, combine_bg_, c.n_heads, B);
+      if (a.attn1 && max_pos <= attn_short_) {
+        rec.dispatch(*a.attn1, a.attn1_bg, a.attn_gx, B, 1);
+      } else {
+        rec.dispatch(*a.attn, a.attn_bg, a.attn_gx, B, attn_split_);
+        if (attn_split_ > 1) rec.dispatch(*combine_, combine_bg_, c.n_heads, B);
+      }
       a.o.record(rec, B);
     } else {
       const GdnOps& g = *L.gdn;

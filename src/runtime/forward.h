@@ -100,7 +100,15 @@ class Forward {
 
   // One decode step of rows [0, rows) (0: max_batch). activeRows()[0] must hold the same count on the GPU.
   // `sampled` false: every active row is greedy, and the sampler runs as one dispatch (kernels::SampleOp::record).
-  void recordDecodeStep(gpu::Recorder& rec, uint32_t rows = 0, bool sampled = true) const;
+  // `max_pos`: no active row's position reaches past it in this step (UINT32_MAX: unknown); at or below
+  // attnShortPositions() the attention takes one position range and no merge (attention.wgsl SPLIT 1).
+  void recordDecodeStep(gpu::Recorder& rec, uint32_t rows = 0, bool sampled = true,
+                        uint32_t max_pos = UINT32_MAX) const;
+  // Decode positions up to which one range per head is used (0: the split always; see max_pos above).
+  uint32_t attnShortPositions() const { return attn_short_; }
+  uint32_t attnSplit() const { return attn_split_; }
+  // Dispatches one decode step records (Stats::decode_dispatches is the split sampler's, past attnShortPositions).
+  uint32_t decodeDispatches(bool sampled, uint32_t max_pos) const;
   // `tokens` ids must already be in prefillIds(), the prefill row and meta written (see Generator).
   void recordPrefillChunk(gpu::Recorder& rec, uint32_t tokens, bool last, uint32_t decode_row) const;
   // Zeroes the recurrent state a slot carries between tokens (Qwen3.5's GDN conv window and state; the KV cache
@@ -162,6 +170,8 @@ class Forward {
                                         // or attention_cpu.wgsl (CPU adapters: also the prefill's pattn)
     gpu::BindGroup attn_bg;
     uint32_t attn_gx = 0;  // decode grid x: HQ, or ceil(HQ / 4) with attention_cpu.wgsl
+    const gpu::Kernel* attn1 = nullptr;  // decode with SPLIT > 1: the same with one range, writing mix_ itself
+    gpu::BindGroup attn1_bg;
     // prefill
     kernels::RmsNormOp pnorm;
     kernels::GemmOp pqkv, po;
@@ -262,6 +272,8 @@ class Forward {
   uint32_t attn_split_ = 1;
   uint32_t attn_tpp_cap_ = 1;    // attention.wgsl TPP (threads per scored position): at most this
   uint32_t attn_tpp_fixed_ = 0;  // EWGPU_ATTN_TPP (0: by head dim)
+  uint32_t attn_pvu_ = 8;        // attention.wgsl PVU (V rows a p·v lane loads at once); EWGPU_ATTN_PVU
+  uint32_t attn_short_ = 0;      // decode positions served by attn1 (0: none); EWGPU_ATTN_SHORT
   gpu::Buffer attn_part_;
   const gpu::Kernel* combine_ = nullptr;
   gpu::BindGroup combine_bg_;

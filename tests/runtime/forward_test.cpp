@@ -181,6 +181,15 @@ void checkGreedy(const Param& p, kernels::Activations act, bool vs_reference) {
   auto prompt = promptIds(20, eng.model->config.vocab);
   std::vector<int32_t> want;
   if (vs_reference) want = greedyGenerate(*ref, prompt, 18);
+  // Split attention (forward_test_split): up to attnShortPositions() a step records one range per head and no
+  // merge, so each attention layer has one dispatch fewer there.
+  const Forward& f = *eng.fwd;
+  if (f.attnSplit() > 1 && f.attnShortPositions() > 0) {
+    uint32_t attn_layers = 0;
+    for (int l = 0; l < eng.model->config.n_layers; ++l) attn_layers += eng.model->config.isFullAttention(l);
+    EXPECT_EQ(f.decodeDispatches(false, f.attnShortPositions()) + attn_layers,
+              f.decodeDispatches(false, f.attnShortPositions() + 1));
+  }
   for (uint32_t k : {1u, 2u, 15u}) {
     Generator gen(gpuContext(), *eng.fwd, nullptr, k);
     GenerationRequest req;
