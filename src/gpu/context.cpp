@@ -532,7 +532,7 @@ Result<Buffer> Context::createMapped(uint64_t size, BufferKind kind, std::string
   return b;
 }
 
-void Context::unmap(WGPUBuffer b) { wgpuBufferUnmap(b); }
+void Context::unmap(const Buffer& b) { wgpuBufferUnmap(b.handle()); }
 
 Result<Buffer> Context::createBufferImpl(uint64_t size, BufferKind kind, std::string_view label, bool mapped) {
   uint64_t limit = limits_.maxBufferSize;

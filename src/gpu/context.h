@@ -146,8 +146,7 @@ class Context {
   // them without any API call; the buffer may be bound but not used by a submission before unmap(). A storage
   // buffer is copied to the GPU from Dawn's staging memory at unmap().
   Result<Buffer> createMapped(uint64_t size, BufferKind kind, std::string_view label, uint8_t** data);
-  void unmap(const Buffer& b) { unmap(b.handle()); }
-  void unmap(WGPUBuffer b);
+  void unmap(const Buffer& b);
 
   // A kernel from the embedded src/kernels/<name>.wgsl, specialised by override constants, cached by
   // (name, constants, defines). GPU_ERROR carrying the compiler's message when the WGSL or pipeline is invalid.

@@ -5,10 +5,8 @@
 #include "gpu/upload.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstring>
-#include <thread>
 
 namespace ewgpu::gpu {
 namespace {
@@ -168,17 +166,6 @@ Result<std::vector<UploadPoint>> runUploadBench(Context& ctx, uint64_t bytes, ui
     std::memcpy(&src[i], &v, 4);
   }
   threads = std::max<uint32_t>(1, threads);
-  // Copies pieces [0, n) of `piece` bytes with `t` threads, each taking the next piece.
-  auto parallel = [](uint32_t t, size_t n, const auto& piece) {
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-      for (size_t i; (i = next.fetch_add(1)) < n;) piece(i);
-    };
-    std::vector<std::thread> pool;
-    for (uint32_t k = 1; k < t; ++k) pool.emplace_back(work);
-    work();
-    for (auto& th : pool) th.join();
-  };
   std::vector<UploadPoint> out;
   auto run = [&](const std::string& method, const auto& body) -> Status {
     double ms = 0;
@@ -211,11 +198,9 @@ Result<std::vector<UploadPoint>> runUploadBench(Context& ctx, uint64_t bytes, ui
         if (!buf) return std::move(buf).error();
         dst.push_back(std::move(*buf));
       }
-      constexpr uint64_t kPiece = 4ull << 20;
-      parallel(t, (size_t)(bytes / kPiece), [&](size_t i) {
-        const uint64_t at = i * kPiece;
-        std::memcpy(ptr[at / kBuf] + at % kBuf, src.data() + at, kPiece);
-      });
+      std::vector<HostCopy> copies;
+      for (size_t b = 0; b < nbuf; ++b) copies.push_back({src.data() + b * kBuf, ptr[b], (size_t)kBuf});
+      copyPieces(copies, t);
       for (auto& b : dst) ctx.unmap(b);
       return {};
     };

@@ -6,19 +6,11 @@
 #include <thread>
 
 namespace ewgpu::gpu {
-namespace {
 
-struct Piece {
-  const uint8_t* src;
-  uint8_t* at;
-  size_t n;
-};
-
-// The pieces copied by `threads` threads (this one included), each taking the next piece of at most 1 MiB.
-void copyPieces(const std::vector<Piece>& pieces, uint32_t threads) {
+void copyPieces(const std::vector<HostCopy>& pieces, uint32_t threads) {
   constexpr size_t kChunk = 1u << 20;
-  std::vector<Piece> chunks;
-  for (const Piece& p : pieces)
+  std::vector<HostCopy> chunks;
+  for (const HostCopy& p : pieces)
     for (size_t o = 0; o < p.n; o += kChunk) chunks.push_back({p.src + o, p.at + o, std::min(kChunk, p.n - o)});
   std::atomic<size_t> next{0};
   auto work = [&] {
@@ -31,8 +23,6 @@ void copyPieces(const std::vector<Piece>& pieces, uint32_t threads) {
   work();
   for (auto& t : pool) t.join();
 }
-
-}  // namespace
 
 Status uploadThroughRing(Context& ctx, const std::vector<UploadRange>& ranges, const RingOptions& o) {
   struct Slot {
@@ -63,7 +53,7 @@ Status uploadThroughRing(Context& ctx, const std::vector<UploadRange>& ranges, c
     WGPUBuffer dst;
     uint64_t dst_offset, n;
   };
-  std::vector<Piece> pieces;
+  std::vector<HostCopy> pieces;
   std::vector<Copy> copies;
   size_t next = 0;
   uint64_t done = 0;  // bytes of ranges[next] already placed

@@ -26,6 +26,16 @@ struct RingOptions {
   uint32_t threads = 1;               // host threads filling a staging buffer (the caller's included)
 };
 
+// Host memory copies: `at` receives `n` bytes from `src`.
+struct HostCopy {
+  const uint8_t* src;
+  uint8_t* at;
+  size_t n;
+};
+
+// The copies done by `threads` threads (the caller's included), each taking the next piece of at most 1 MiB.
+void copyPieces(const std::vector<HostCopy>& copies, uint32_t threads);
+
 // Copies every range and submits the GPU copies; returns once the last staging buffer is mapped again (its copies
 // done). Destinations need CopyDst usage. GPU_ERROR if a map fails.
 Status uploadThroughRing(Context& ctx, const std::vector<UploadRange>& ranges, const RingOptions& o = {});
