@@ -623,7 +623,7 @@ Status Forward::createDecodeOps() {
         // It reads an f32 cache only: an f16 one (EWGPU_KV=f16 on a CPU adapter) goes through attention.wgsl.
         const bool cpu_attn = !kv16_ && kernels::attentionCpuServes(ctx_.info(), attn_split_);
         if (cpu_attn) {
-          for (const char* unused : {"PREFILL", "FUSED", "SPLIT", "WG", "RS", "TPP"}) ak.erase(unused);
+          for (const char* unused : {"PREFILL", "FUSED", "SPLIT", "WG", "RS", "TPP", "PVU"}) ak.erase(unused);
           ak["PT"] = B * kRowWords;
           ak["PT1"] = kRowWords;
         }
@@ -634,7 +634,7 @@ Status Forward::createDecodeOps() {
                          c.n_heads % c.n_kv_heads == 0 && c.attn_softcap == 0 &&
                          !(c.rope_scaling && c.rope_scaling->llama4_beta > 0);
         if (gqa) {
-          for (const char* unused : {"PREFILL", "FUSED", "TPP"}) ak.erase(unused);
+          for (const char* unused : {"PREFILL", "FUSED", "TPP", "PVU"}) ak.erase(unused);
           const uint32_t dv = D / 4;
           auto bytes = [&](uint32_t wg) { return (G * dv * 16 + G * wg * 4 + wg * 20 + 64) + 2048u + 2048u; };
           const uint32_t wg = bytes(256) <= ctx_.info().max_compute_workgroup_storage_size ? 256 : 64;
