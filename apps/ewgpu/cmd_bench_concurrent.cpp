@@ -59,7 +59,13 @@ struct StreamRow {
   uint32_t tokens = 0;
 };
 
-Result<StreamRow> runStreams(Engine& e, const ModelInfo& info, uint32_t s, uint32_t words, uint32_t tokens) {
+// The streams' sampling: greedy unless --temperature (then top-p too, and a seed per stream).
+struct StreamSampling {
+  float temperature = 0, top_p = 1;
+};
+
+Result<StreamRow> runStreams(Engine& e, const ModelInfo& info, uint32_t s, uint32_t words, uint32_t tokens,
+                             const StreamSampling& sampling) {
   std::vector<CompletionHandle> hs;
   const auto t0 = Clock::now();
   // Each stream's chunks as (ms since t0, tokens), for the steady window.
@@ -67,6 +73,11 @@ Result<StreamRow> runStreams(Engine& e, const ModelInfo& info, uint32_t s, uint3
   std::vector<std::vector<std::pair<double, size_t>>> chunks(s);
   for (uint32_t i = 0; i < s; ++i) {
     CompletionRequest r = greedy(words + i, tokens);  // different prompts, same length class
+    if (sampling.temperature > 0) {
+      r.temperature = sampling.temperature;
+      r.top_p = sampling.top_p;
+      r.seed = 1000 + i;
+    }
     auto h = e.complete(r, [&, i](const Chunk& c) {
       const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
       std::lock_guard<std::mutex> lock(mu);
@@ -122,6 +133,7 @@ struct ConcurrentFlags {
   std::vector<uint32_t> streams = {1, 2, 4};
   uint32_t tokens = 64, words = 32, repeat = 3, steps = 16, profile_repeat = 5;
   double fp32_tflops = 0, int8_tops = 0;  // the adapter's arithmetic rates, for the ceiling (0: not known)
+  StreamSampling sampling;                // the streams' (the TTFT requests stay greedy)
   std::string adapter;
   bool json = false;
 };
@@ -147,10 +159,11 @@ std::string kernelFamily(const std::string& kernel) {
 // kernel family and in all. Writes the rows' state first (repeated dispatches repeat their side effects, so the
 // state is rewritten per call).
 Result<std::pair<double, std::map<std::string, double>>> profileStep(LocalEngine& e, uint32_t rows, uint32_t pos,
-                                                                     uint32_t repeat) {
+                                                                     uint32_t repeat, const StreamSampling& sampling) {
   Forward& f = *e.forward;
   SamplingParams sp;
-  sp.temperature = 0;
+  sp.temperature = sampling.temperature;
+  sp.top_p = sampling.top_p;
   sp.max_tokens = 1u << 20;
   uint32_t params[Forward::kParamWords];
   encodeParams(sp, params);
@@ -166,7 +179,8 @@ Result<std::pair<double, std::map<std::string, double>>> profileStep(LocalEngine
   gpu::Recorder rec(*e.ctx, 0);
   rec.setTimer(timer->get());
   rec.setSplitPasses(true, repeat);
-  f.recordDecodeStep(rec, rows, /*sampled=*/false);  // greedy rows, as the engine records them
+  // As the engine records these rows (Executor::submitDecode).
+  f.recordDecodeStep(rec, rows, sampling.temperature > 0 ? SampleBatch::kSampled : SampleBatch::kArgmax);
   (*timer)->resolve(rec);
   EWGPU_TRY(rec.submit());
   EWGPU_TRY(e.ctx->finish());
@@ -205,10 +219,11 @@ int runBenchConcurrent(const ConcurrentFlags& f) {
   if (auto w = ttftOf(e, words); !w) return reportError(w.error(), json);
 
   nlohmann::json out = {{"model", info->id}, {"device", dev ? dev->device : ""}, {"rows", rows},
-                        {"tokens", tokens}, {"decode_steps", eo.decode_steps}, {"weight_mb", info->weight_bytes / 1e6}};
+                        {"tokens", tokens}, {"decode_steps", eo.decode_steps}, {"weight_mb", info->weight_bytes / 1e6},
+                        {"temperature", f.sampling.temperature}, {"top_p", f.sampling.top_p}};
   std::vector<StreamRow> table;
   for (uint32_t s : streams) {
-    auto r = runStreams(e, *info, s, words, tokens);
+    auto r = runStreams(e, *info, s, words, tokens, f.sampling);
     if (!r) return reportError(r.error(), json);
     table.push_back(*r);
     out["streams"].push_back({{"streams", s}, {"aggregate_tok_s", r->aggregate_tok_s},
@@ -304,7 +319,7 @@ int runBenchConcurrent(const ConcurrentFlags& f) {
     js["of_ceiling"] = table[i].aggregate_tok_s / table[i].ceiling_tok_s;
     js["steady_of_ceiling"] = table[i].steady_tok_s / table[i].ceiling_tok_s;
     if (!timestamps) continue;
-    auto p = profileStep(*le, s, pos, le->ctx->info().cpuAdapter() ? 1 : f.profile_repeat);
+    auto p = profileStep(*le, s, pos, le->ctx->info().cpuAdapter() ? 1 : f.profile_repeat, f.sampling);
     if (!p) return reportError(p.error(), json);
     prof[i] = *p;
     js["gpu_ms_per_step"] = p->first;
@@ -320,8 +335,11 @@ int runBenchConcurrent(const ConcurrentFlags& f) {
     std::cout << out.dump(2) << "\n";
     return 0;
   }
-  std::printf("%s on %s: %u rows, %u tokens per stream, K=%u, %.1f MB of weights\n", model_id.c_str(),
+  std::printf("%s on %s: %u rows, %u tokens per stream, K=%u, %.1f MB of weights", model_id.c_str(),
               dev ? dev->device.c_str() : "?", rows, tokens, eo.decode_steps, weight_bytes / 1e6);
+  if (f.sampling.temperature > 0)
+    std::printf(", sampled at temperature %g, top-p %g", f.sampling.temperature, f.sampling.top_p);
+  std::printf("\n");
   std::printf("ceiling: the weights once per step at %.1f GB/s (measured)", gbps);
   if (f.fp32_tflops > 0) std::printf(", %.1f FP32 TFLOP/s", f.fp32_tflops);
   if (f.int8_tops > 0) std::printf(", %.1f int8 TOP/s", f.int8_tops);
@@ -387,6 +405,13 @@ Registration reg{{"bench concurrent",
                     app.add_option("--profile-repeat", f->profile_repeat,
                                    "times each dispatch is repeated in its timed pass (GPU adapters)")
                         ->check(bounded<uint32_t>(1, 100))
+                        ->capture_default_str();
+                    app.add_option("--temperature", f->sampling.temperature,
+                                   "the streams' temperature (0: greedy; each stream seeded)")
+                        ->check(CLI::Range(0.0, 2.0))
+                        ->capture_default_str();
+                    app.add_option("--top-p", f->sampling.top_p, "the streams' top-p, with --temperature")
+                        ->check(CLI::Range(0.01, 1.0))
                         ->capture_default_str();
                     addAdapterFlag(app, f->adapter);
                     addJsonFlag(app, f->json);

@@ -19,6 +19,11 @@
 namespace ewgpu::cli {
 namespace {
 
+// What the benchmark's row asks of the sampler, as the executor decides it (no logprobs here).
+SampleBatch batchOf(const SamplingParams& p) {
+  return p.temperature > 0 ? SampleBatch::kSampled : SampleBatch::kArgmax;
+}
+
 using Clock = std::chrono::steady_clock;
 
 // Flags of bench decode and bench prefill (prefill uses model, adapter, activations, lengths, json).
@@ -94,7 +99,7 @@ Result<DecodeRow> measure(LocalEngine& e, uint32_t k, uint32_t tokens, uint32_t 
   gpu::Recorder rec(*e.ctx, 0);
   rec.setTimer(timer->get());
   auto t0 = Clock::now();
-  for (uint32_t s = 0; s < k; ++s) e.forward->recordDecodeStep(rec, 0, sampling.temperature > 0, pos + s + 1);
+  for (uint32_t s = 0; s < k; ++s) e.forward->recordDecodeStep(rec, 0, batchOf(sampling), pos + s + 1);
   row.encode_ms_per_token = std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / k;
   (*timer)->resolve(rec);
   row.passes_per_token = (double)rec.stats().passes / k;
@@ -173,9 +178,9 @@ int runBenchDecode(const BenchFlags& f) {
   LocalEngine& e = s->e;
   const ModelConfig& c = e.model->config;
   WeightTraffic wt = weightTraffic(c);
-  // The dispatches of the steps timed: the sampler's (one dispatch greedy) and the attention's variant at the prompt's
-  // end (one range per head up to Forward::attnShortPositions()).
-  const uint32_t dispatches = e.forward->decodeDispatches(sampling.temperature > 0, prompt_tokens + tokens);
+  // The dispatches of the steps timed: the sampler's (SampleBatch: two greedy, five sampled, in a one-row engine) and
+  // the attention's variant at the prompt's end (one range per head up to Forward::attnShortPositions()).
+  const uint32_t dispatches = e.forward->decodeDispatches(batchOf(sampling), prompt_tokens + tokens);
   const double bw_floor_ms = wt.bytes_per_token / (s->floor.best_gbps * 1e6);
   const double dispatch_floor_ms = dispatches * s->floor.dispatch_in_pass_us / 1000;
   const double floor_ms = bw_floor_ms + dispatch_floor_ms;
@@ -213,7 +218,7 @@ int runBenchDecode(const BenchFlags& f) {
   if (f.profile)
     return profile(e, f.profile_repeat, "one decode step", {"attention", "gdn_recurrent"},
                    [&](gpu::Recorder& rec) {
-                     e.forward->recordDecodeStep(rec, 0, sampling.temperature > 0, prompt_tokens + maxk + 1);
+                     e.forward->recordDecodeStep(rec, 0, batchOf(sampling), prompt_tokens + maxk + 1);
                    });
   return 0;
 }

@@ -27,6 +27,7 @@
 //   5 (grid B): the rows phase 4 leaves, over the whole vocabulary as phase 0 (penalties not re-applied): more
 //      candidates than CAP, or top-n logprobs (those rows skip phases 1-3 and are done whole here).
 
+//#enable subgroups
 
 override V: u32;                    // vocabulary size (row length of logits and counts)
 override KMAX: u32 = 1u;            // steps in the out ring per row
@@ -39,6 +40,8 @@ override PHASE: u32 = 0u;           // 0: one dispatch; 1..5: the split step (he
 override CHUNK: u32 = 2048u;        // split: tokens per workgroup (a multiple of 32)
 override NW: u32 = 1u;              // split: workgroups per row, ceil(V / CHUNK)
 override CAP: u32 = 4096u;          // split: candidates per row
+override SG: u32 = 0u;              // workgroup reductions by subgroup shuffles over SG neighbouring invocations
+                                    // (a power of two, at most the subgroup size; 0: through workgroup memory)
 
 @group(0) @binding(0) var<storage, read_write> logits: array<f32>;  // [B, V]
 @group(0) @binding(1) var<storage, read> params: array<u32>;        // [B, 64]
@@ -293,14 +296,81 @@ fn top_p_target(total: u32) -> u32 {
 
 // ---- workgroup reductions (call from uniform control flow) ----
 // Two levels with two barriers each (barriers are what a CPU rasteriser like SwiftShader pays for most):
-// groups of RG values reduced by WG/RG invocations, then every invocation reduces the WG/RG partials.
+// groups of RG values reduced by WG/RG invocations, then every invocation reduces the WG/RG partials. With SG
+// (GPUs with subgroups, sampleSubgroupReduce): each SG neighbouring invocations combine by shuffles, one of them
+// writes the group's value into red_*, and after the barrier every group combines the WG/SG values the same way,
+// so no invocation loops over partials one shared-memory load at a time. A float sum's butterfly gives every
+// invocation the same bits (a + b == b + a), and argmax is order-free (largest key, lowest id), so every
+// invocation returns the same result either way; the float sums' bits differ from the path without SG.
 
 // Largest key, lowest index among equal keys.
 fn better(k2: u32, i2: u32, k1: u32, i1: u32) -> bool {
   return k2 > k1 || (k2 == k1 && i2 < i1);
 }
 
+//#if SUBGROUPS
+// SG as a divisor (the expressions are evaluated with SG = 0 too), and the groups of SG invocations.
+fn sg_n() -> u32 {
+  return max(SG, 1u);
+}
+
+fn sg_groups() -> u32 {
+  return WG / sg_n();
+}
+
+fn sg_argmax(k0: u32, i0: u32) -> vec2<u32> {
+  var k = k0;
+  var i = i0;
+  for (var m = 1u; m < SG; m = m * 2u) {
+    let k2 = subgroupShuffleXor(k, m);
+    let i2 = subgroupShuffleXor(i, m);
+    let t = better(k2, i2, k, i);
+    k = select(k, k2, t);
+    i = select(i, i2, t);
+  }
+  return vec2<u32>(k, i);
+}
+
+fn sg_sum_f2(v0: vec2<f32>) -> vec2<f32> {
+  var v = v0;
+  for (var m = 1u; m < SG; m = m * 2u) {
+    v += subgroupShuffleXor(v, m);
+  }
+  return v;
+}
+
+fn sg_sum_u(v0: u32) -> u32 {
+  var v = v0;
+  for (var m = 1u; m < SG; m = m * 2u) {
+    v += subgroupShuffleXor(v, m);
+  }
+  return v;
+}
+
+//#endif
+
 fn reduce_argmax(k: u32, i: u32, tid: u32) -> vec2<u32> {
+//#if SUBGROUPS
+  if (SG > 0u) {
+    let g = sg_argmax(k, i);
+    workgroupBarrier();
+    if (tid % sg_n() == 0u) {
+      red_u[tid / sg_n()] = g.x;
+      red_i[tid / sg_n()] = g.y;
+    }
+    workgroupBarrier();
+    var bk = 0u;
+    var bi = NONE;
+    for (var r = 0u; r < (sg_groups() + sg_n() - 1u) / sg_n(); r++) {
+      let j = r * sg_n() + tid % sg_n();
+      if (j < sg_groups() && better(red_u[j], red_i[j], bk, bi)) {
+        bk = red_u[j];
+        bi = red_i[j];
+      }
+    }
+    return sg_argmax(bk, bi);
+  }
+//#endif
   red_u[tid] = k;
   red_i[tid] = i;
   workgroupBarrier();
@@ -331,6 +401,24 @@ fn reduce_argmax(k: u32, i: u32, tid: u32) -> vec2<u32> {
 }
 
 fn reduce_sum_f2(v: vec2<f32>, tid: u32) -> vec2<f32> {
+//#if SUBGROUPS
+  if (SG > 0u) {
+    let g = sg_sum_f2(v);
+    workgroupBarrier();
+    if (tid % sg_n() == 0u) {
+      red_f[tid / sg_n()] = g;
+    }
+    workgroupBarrier();
+    var t = vec2<f32>(0.0);
+    for (var r = 0u; r < (sg_groups() + sg_n() - 1u) / sg_n(); r++) {
+      let j = r * sg_n() + tid % sg_n();
+      if (j < sg_groups()) {
+        t += red_f[j];
+      }
+    }
+    return sg_sum_f2(t);
+  }
+//#endif
   red_f[tid] = v;
   workgroupBarrier();
   if (tid < WG / RG) {
@@ -349,6 +437,24 @@ fn reduce_sum_f2(v: vec2<f32>, tid: u32) -> vec2<f32> {
 }
 
 fn reduce_sum_u(v: u32, tid: u32) -> u32 {
+//#if SUBGROUPS
+  if (SG > 0u) {
+    let g = sg_sum_u(v);
+    workgroupBarrier();
+    if (tid % sg_n() == 0u) {
+      red_u[tid / sg_n()] = g;
+    }
+    workgroupBarrier();
+    var t = 0u;
+    for (var r = 0u; r < (sg_groups() + sg_n() - 1u) / sg_n(); r++) {
+      let j = r * sg_n() + tid % sg_n();
+      if (j < sg_groups()) {
+        t += red_u[j];
+      }
+    }
+    return sg_sum_u(t);
+  }
+//#endif
   red_u[tid] = v;
   workgroupBarrier();
   if (tid < WG / RG) {

@@ -233,6 +233,10 @@ Result<SampleOp> SampleOp::create(gpu::Context& ctx, bool cpu_kernel, bool split
     constants["NW"] = op.chunks_;
     constants["CHUNK"] = kSampleChunk;
     constants["CAP"] = kSampleCap;
+    if (!constants.count("SG")) {
+      const auto wg = constants.find("WG");
+      constants["SG"] = sampleSubgroupReduce(ctx.info(), wg == constants.end() ? 256 : (uint32_t)wg->second);
+    }
   }
   std::vector<gpu::Binding> bind{{b.logits}, {b.params}, {b.counts}, {b.rows}, {b.out}, {b.mask}};
   if (!cpu_kernel) bind.insert(bind.end(), {{&op.scratch_}, {&op.ctr_}});
@@ -255,12 +259,62 @@ Result<SampleOp> SampleOp::create(gpu::Context& ctx, bool cpu_kernel, bool split
   return op;
 }
 
-void SampleOp::record(gpu::Recorder& rec, uint32_t rows, bool split) const {
-  if (!split && whole_.kernel) {
+uint32_t sampleSubgroupReduce(const DeviceInfo& d, uint32_t wg) {
+  const char* e = std::getenv("EWGPU_SAMPLE_SG");
+  const bool on = e ? std::string(e) != "0" : !d.cpuAdapter();
+  if (!on || !d.subgroups || d.subgroup_min_size < 2) return 0;
+  uint32_t sg = 2;
+  while (sg * 2 <= std::min({d.subgroup_min_size, 32u, wg})) sg *= 2;
+  return sg;
+}
+
+uint32_t sampleArgmaxSplitRows() {
+  if (const char* e = std::getenv("EWGPU_SAMPLE_ARGMAX_ROWS")) return (uint32_t)std::strtoul(e, nullptr, 10);
+  return kSampleArgmaxSplitRows;
+}
+
+uint32_t sampleSampledSplitRows() {
+  if (const char* e = std::getenv("EWGPU_SAMPLE_SPLIT_ROWS")) return (uint32_t)std::strtoul(e, nullptr, 10);
+  return kSampleSampledSplitRows;
+}
+
+namespace {
+
+// The split phases a batch runs (indices into the five steps), or none for the one dispatch.
+std::vector<size_t> splitPhases(SampleBatch batch, uint32_t rows, uint32_t argmax_rows, uint32_t sampled_rows) {
+  switch (batch) {
+    case SampleBatch::kSampled:
+      if (rows <= sampled_rows) return {0, 1, 2, 3, 4};
+      return {};
+    case SampleBatch::kGreedy:
+      return {};
+    case SampleBatch::kArgmax:
+      // Phase 1 applies a chunk's penalties, bias and mask and writes its max; phase 4 finishes a greedy row from
+      // those maxima. Phases 2 and 3 do nothing for a greedy row without a logprob, and phase 5 only takes rows
+      // with top-n logprobs or a candidate list past CAP.
+      if (rows <= argmax_rows) return {0, 3};
+      return {};
+  }
+  return {};
+}
+
+}  // namespace
+
+uint32_t SampleOp::dispatches(uint32_t rows, SampleBatch batch) const {
+  if (!split()) return (uint32_t)steps_.size();
+  const size_t n = splitPhases(batch, rows, argmax_rows_, sampled_rows_).size();
+  return n == 0 ? 1 : (uint32_t)n;
+}
+
+void SampleOp::record(gpu::Recorder& rec, uint32_t rows, SampleBatch batch) const {
+  const std::vector<size_t> phases =
+      split() ? splitPhases(batch, rows, argmax_rows_, sampled_rows_) : std::vector<size_t>{0};
+  if (phases.empty()) {
     rec.dispatch(*whole_.kernel, whole_.bg, rows);
     return;
   }
-  for (const Step& s : steps_) {
+  for (size_t i : phases) {
+    const Step& s = steps_[i];
     if (s.chunked) {
       rec.dispatch(*s.kernel, s.bg, chunks_, rows);
     } else {

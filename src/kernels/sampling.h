@@ -133,6 +133,34 @@ uint32_t sampleUnroll();
 // EWGPU_SAMPLE_SPLIT=0 turns it off (one dispatch, PHASE 0) for A/B runs.
 bool sampleSplit();
 
+// sample.wgsl's SG: its workgroup reductions by subgroup shuffles over that many neighbouring invocations (a power of
+// two up to the subgroup size, at most 32 and at most `wg`), or 0 to reduce through workgroup memory. On by default
+// on GPUs with subgroups; CPU adapters keep 0 (sample_cpu.wgsl serves them, and its bit-exact test compares it with
+// sample.wgsl's workgroup-memory order). EWGPU_SAMPLE_SG=0 / 1 turns it off / on where the device has subgroups.
+uint32_t sampleSubgroupReduce(const DeviceInfo& d, uint32_t wg);
+
+// What a decode step's rows ask of the sampler, which picks its dispatches from it (SampleOp::record).
+enum class SampleBatch : uint8_t {
+  kSampled,  // some row samples (temperature > 0): the split step where it exists (phases 1-5) and the batch has
+             // at most SampleOp::sampledSplitRows() rows, else the one dispatch
+  kGreedy,   // every active row greedy, some with logprobs: the one dispatch
+  kArgmax,   // every active row greedy without logprobs: phases 1 and 4 where the split step exists and the batch
+             // has at most SampleOp::argmaxSplitRows() rows (the chunks' maxima over ceil(V / 2048) workgroups per
+             // row, then each row's finish), else the one dispatch
+};
+
+// SampleOp::argmaxSplitRows()'s default: the most rows whose greedy batch takes phases 1 and 4. Phase 1 runs
+// ceil(V / 2048) workgroups of up to 1024 invocations per row, which one wave of a large GPU holds for a few rows
+// only; past that the one dispatch (a workgroup per row) costs less (docs/sampling.md). EWGPU_SAMPLE_ARGMAX_ROWS
+// overrides (0: always the one dispatch).
+inline constexpr uint32_t kSampleArgmaxSplitRows = 2;
+uint32_t sampleArgmaxSplitRows();
+
+// SampleOp::sampledSplitRows()'s default: the most rows whose sampled batch takes the five phases (phases 1-3 are
+// ceil(V / 2048) workgroups per row as well). EWGPU_SAMPLE_SPLIT_ROWS overrides (0: always the one dispatch).
+inline constexpr uint32_t kSampleSampledSplitRows = 8;
+uint32_t sampleSampledSplitRows();
+
 // The sampler's dispatches for up to `max_rows` rows: sample_cpu.wgsl or sample.wgsl in one dispatch, or
 // sample.wgsl's five split phases with their scratch (created here) and its one-dispatch form beside them.
 // `constants` are the kernel's (V, KMAX, ...).
@@ -143,10 +171,14 @@ class SampleOp {
   };
   static Result<SampleOp> create(gpu::Context& ctx, bool cpu_kernel, bool split, gpu::Constants constants,
                                  const Buffers& b, uint32_t max_rows);
-  // `split` false: the one-dispatch kernel (PHASE 0) even where the split step exists. A batch of greedy rows takes
-  // it: one workgroup's argmax (49 µs at V = 151936 on the H200) costs less than five dispatches (65 µs).
-  void record(gpu::Recorder& rec, uint32_t rows, bool split = true) const;
-  uint32_t dispatches() const { return (uint32_t)steps_.size(); }
+  // The dispatches for a batch of `rows` (SampleBatch above). Ops without the split step have one dispatch for
+  // every batch.
+  void record(gpu::Recorder& rec, uint32_t rows, SampleBatch batch = SampleBatch::kSampled) const;
+  uint32_t dispatches(uint32_t rows, SampleBatch batch = SampleBatch::kSampled) const;
+  uint32_t argmaxSplitRows() const { return argmax_rows_; }
+  void setArgmaxSplitRows(uint32_t rows) { argmax_rows_ = rows; }
+  uint32_t sampledSplitRows() const { return sampled_rows_; }
+  void setSampledSplitRows(uint32_t rows) { sampled_rows_ = rows; }
   bool split() const { return steps_.size() > 1; }
   // split: u32 [rows, kSampleCtrStride]; word 0 of each row is the last step's list length (past kSampleCap: the
   // row took the whole-vocabulary finish), then the row's top-p mass histogram.
@@ -161,6 +193,8 @@ class SampleOp {
   std::vector<Step> steps_;
   Step whole_;  // split ops: PHASE 0 too
   uint32_t chunks_ = 1;
+  uint32_t argmax_rows_ = sampleArgmaxSplitRows();
+  uint32_t sampled_rows_ = sampleSampledSplitRows();
   gpu::Buffer scratch_, ctr_;
 };
 inline constexpr uint32_t kSampleChunk = 2048;   // sample.wgsl CHUNK

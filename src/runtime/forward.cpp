@@ -829,13 +829,13 @@ Status Forward::createDecodeOps() {
   }
   // Dispatches per decode step (for benchmarks), counted by recording one step that is never submitted (cap 0:
   // no flush on the way).
-  stats_.decode_dispatches = decodeDispatches(true, UINT32_MAX);
+  stats_.decode_dispatches = decodeDispatches(SampleBatch::kSampled, UINT32_MAX);
   return {};
 }
 
-uint32_t Forward::decodeDispatches(bool sampled, uint32_t max_pos) const {
+uint32_t Forward::decodeDispatches(SampleBatch batch, uint32_t max_pos) const {
   gpu::Recorder counter(ctx_, 0);
-  recordDecodeStep(counter, 0, sampled, max_pos);
+  recordDecodeStep(counter, 0, batch, max_pos);
   return (uint32_t)counter.stats().dispatches;
 }
 
@@ -974,7 +974,7 @@ Status Forward::createPrefillOps() {
   return {};
 }
 
-void Forward::recordDecodeStep(gpu::Recorder& rec, uint32_t rows, bool sampled, uint32_t max_pos) const {
+void Forward::recordDecodeStep(gpu::Recorder& rec, uint32_t rows, SampleBatch batch, uint32_t max_pos) const {
   const ModelConfig& c = model_.config;
   const uint32_t B = rows ? std::min(rows, opts_.max_batch) : opts_.max_batch;
   for (const auto& [k, bg] : embed_) rec.dispatch(*k, bg, B, embedGroupsPerRow(c));
@@ -1020,7 +1020,7 @@ void Forward::recordDecodeStep(gpu::Recorder& rec, uint32_t rows, bool sampled, 
   if (n_final_) n_final_->record(rec, B);
   lm_head_.record(rec, B);
   if (softcap_) rec.dispatch(*softcap_, softcap_bg_, (opts_.max_batch * (uint32_t)c.vocab + 255) / 256);
-  sample_->record(rec, B, sampled);
+  sample_->record(rec, B, batch);
 }
 
 void Forward::writePageTable(uint32_t slot, const std::vector<uint32_t>& pages) const {

@@ -99,16 +99,18 @@ class Forward {
   static uint32_t rowsThatFit(const ModelConfig& c, uint32_t context, uint64_t weight_bytes, uint64_t budget);
 
   // One decode step of rows [0, rows) (0: max_batch). activeRows()[0] must hold the same count on the GPU.
-  // `sampled` false: every active row is greedy, and the sampler runs as one dispatch (kernels::SampleOp::record).
+  // `batch`: what the active rows ask of the sampler, which picks its dispatches from it (SampleBatch).
   // `max_pos`: no active row's position reaches past it in this step (UINT32_MAX: unknown); at or below
   // attnShortPositions() the attention takes one position range and no merge (attention.wgsl SPLIT 1).
-  void recordDecodeStep(gpu::Recorder& rec, uint32_t rows = 0, bool sampled = true,
+  void recordDecodeStep(gpu::Recorder& rec, uint32_t rows = 0,
+                        SampleBatch batch = SampleBatch::kSampled,
                         uint32_t max_pos = UINT32_MAX) const;
   // Decode positions up to which one range per head is used (0: the split always; see max_pos above).
   uint32_t attnShortPositions() const { return attn_short_; }
   uint32_t attnSplit() const { return attn_split_; }
-  // Dispatches one decode step records (Stats::decode_dispatches is the split sampler's, past attnShortPositions).
-  uint32_t decodeDispatches(bool sampled, uint32_t max_pos) const;
+  // Dispatches one decode step of max_batch rows records (Stats::decode_dispatches: a sampled batch, past
+  // attnShortPositions).
+  uint32_t decodeDispatches(SampleBatch batch, uint32_t max_pos) const;
   // `tokens` ids must already be in prefillIds(), the prefill row and meta written (see Generator).
   void recordPrefillChunk(gpu::Recorder& rec, uint32_t tokens, bool last, uint32_t decode_row) const;
   // Zeroes the recurrent state a slot carries between tokens (Qwen3.5's GDN conv window and state; the KV cache

@@ -66,6 +66,7 @@ struct Rig {
   std::optional<SampleOp> op;
   std::vector<float> step_logits;  // host copy of `steps`
   std::vector<uint32_t> counts_host;
+  SampleBatch batch = SampleBatch::kSampled;  // what runSteps records (SampleOp::record)
 
   std::span<const float> stepRow(uint32_t k, uint32_t b) const {
     return std::span<const float>(step_logits).subspan((size_t(k) * B + b) * V, V);
@@ -138,7 +139,7 @@ void runSteps(Rig& r, uint32_t n) {
   const uint64_t row_bytes = uint64_t(r.B) * r.V * 4;
   for (uint32_t k = 0; k < n; ++k) {
     rec.copy(r.steps, k * row_bytes, r.logits, 0, row_bytes);
-    r.op->record(rec, r.B);
+    r.op->record(rec, r.B, r.batch);
   }
   Status st = rec.submit();
   ASSERT_TRUE(st.ok()) << st.error().toString();
@@ -674,9 +675,11 @@ TEST(SampleKernel, ReportsDispatchCost) {
     SamplingParams p;
     bool peaked = false;
     bool wide = false;
+    SampleBatch batch = SampleBatch::kSampled;  // as the executor records a batch of rows like this one
   };
-  std::vector<Setting> settings(7);
-  settings[0].name = "greedy", settings[0].p.temperature = 0;
+  std::vector<Setting> settings(8);
+  settings[0].name = "greedy", settings[0].p.temperature = 0, settings[0].batch = SampleBatch::kArgmax;
+  settings[7].name = "greedy, one dispatch", settings[7].p.temperature = 0, settings[7].batch = SampleBatch::kGreedy;
   settings[1].name = "temperature 1", settings[1].p.temperature = 1;
   settings[2].name = "top_p 0.95", settings[2].p.top_p = 0.95f;
   settings[3].name = "top_k 50, top_p 0.95, 20 logprobs", settings[3].p.top_k = 50, settings[3].p.top_p = 0.95f;
@@ -693,6 +696,7 @@ TEST(SampleKernel, ReportsDispatchCost) {
     r.step_logits.clear();
     const std::vector<float>& row = s.peaked ? peaked : s.wide ? wide : flat;
     for (uint32_t k = 0; k < K; ++k) r.step_logits.insert(r.step_logits.end(), row.begin(), row.end());
+    r.batch = s.batch;
     upload(r, {s.p}, {freshRow(0, 0)});
     runSteps(r, 1);  // warm-up
     upload(r, {s.p}, {freshRow(0, 0)});
@@ -702,7 +706,7 @@ TEST(SampleKernel, ReportsDispatchCost) {
     const auto t0 = std::chrono::steady_clock::now();
     for (uint32_t k = 0; k < K; ++k) {
       rec.copy(r.steps, uint64_t(k) * V * 4, r.logits, 0, uint64_t(V) * 4);
-      r.op->record(rec, 1);
+      r.op->record(rec, 1, s.batch);
     }
     if ((*timer)->available()) (*timer)->resolve(rec);
     ASSERT_TRUE(rec.submit().ok());
@@ -738,6 +742,25 @@ void expectSameState(const Rig& a, const Rig& b) {
   EXPECT_EQ(readWords(ctx, a.rows, rows), readWords(ctx, b.rows, rows));
   EXPECT_EQ(readWords(ctx, a.counts, cells), readWords(ctx, b.counts, cells));
   EXPECT_EQ(readWords(ctx, a.logits, cells), readWords(ctx, b.logits, cells));
+}
+
+// Two rigs' K steps alike: per row and step the same activity, token and finish reason, logprobs within 1e-5 (the
+// split step adds its normalisers per chunk), and the same state after (expectSameState). Returns b's out ring.
+std::vector<uint32_t> expectSameSteps(const Rig& a, const Rig& b, uint32_t K) {
+  Context& ctx = sharedContext();
+  const size_t out_words = size_t(a.B) * kKmax * kSampleOutWords;
+  const auto out_a = readWords(ctx, a.out, out_words), out_b = readWords(ctx, b.out, out_words);
+  for (uint32_t r = 0; r < a.B; ++r)
+    for (uint32_t k = 0; k < K; ++k) {
+      SCOPED_TRACE("row " + std::to_string(r) + " step " + std::to_string(k));
+      const SampleOut x = outAt(out_a, a, r, k), y = outAt(out_b, b, r, k);
+      EXPECT_EQ(y.active, x.active);
+      EXPECT_EQ(y.token, x.token);
+      EXPECT_EQ(y.finish, x.finish);
+      EXPECT_NEAR(y.logprob, x.logprob, 1e-5);
+    }
+  expectSameState(b, a);
+  return out_b;
 }
 
 // sample_cpu.wgsl (CPU adapters) against sample.wgsl on the same inputs: K steps in one submission of rows with
@@ -820,6 +843,7 @@ void expectSplitMatchesWhole(uint32_t V, uint32_t K, uint32_t seed) {
   Rig split = makeRig(B, V, K, true, {}, Sampler::kSplit);
   ASSERT_TRUE(whole.op && split.op);
   ASSERT_TRUE(split.op->split());
+  split.op->setSampledSplitRows(B);  // the five phases whatever production's row limit (kSampleSampledSplitRows)
   std::vector<float> logits = randomLogits(rng, size_t(K) * B * V, 2.0f);
   for (uint32_t k = 0; k < K; ++k)
     for (uint32_t i = 0; i < V; ++i) {
@@ -852,18 +876,7 @@ void expectSplitMatchesWhole(uint32_t V, uint32_t K, uint32_t seed) {
   for (uint32_t b = 0; b < B; ++b) rows.push_back(freshRow(b, 3 * b));
   runBoth(whole, split, logits, counts, mask, p, rows, K);
   Context& ctx = sharedContext();
-  const size_t out_words = size_t(B) * kKmax * kSampleOutWords;
-  auto out_w = readWords(ctx, whole.out, out_words), out_s = readWords(ctx, split.out, out_words);
-  for (uint32_t b = 0; b < B; ++b)
-    for (uint32_t k = 0; k < K; ++k) {
-      SCOPED_TRACE("row " + std::to_string(b) + " step " + std::to_string(k));
-      const SampleOut a = outAt(out_w, whole, b, k), c = outAt(out_s, split, b, k);
-      ASSERT_EQ(c.active, a.active);
-      EXPECT_EQ(c.token, a.token);
-      EXPECT_EQ(c.finish, a.finish);
-      EXPECT_NEAR(c.logprob, a.logprob, 1e-5);
-    }
-  expectSameState(split, whole);
+  expectSameSteps(whole, split, K);
   // The last step's candidate counts: rows 2, 3, 4, 6 and 7 drew from a list. Row 4 keeps about 60% of the vocabulary
   // at top-p 0.95, but its list holds only the bins around the cut. At the Qwen vocabulary rows 5 (top-k V / 3) and
   // 8 (every token in one bin) had more candidates than the list holds and took the whole-vocabulary finish.
@@ -881,12 +894,91 @@ void expectSplitMatchesWhole(uint32_t V, uint32_t K, uint32_t seed) {
   // Row 4's survivors (WRITE_STATS) are most of the vocabulary, far more than its list: the tokens above the list
   // are counted in.
   const auto rows_s = readWords(ctx, split.rows, size_t(B) * kSampleRowWords);
-  if (V > 4 * kSampleCap) EXPECT_GT(rows_s[4 * kSampleRowWords + 7], 4 * kSampleCap);
+  if (V > 4 * kSampleCap) {
+    EXPECT_GT(rows_s[4 * kSampleRowWords + 7], 4 * kSampleCap);
+  }
 }
 
-// Both rigs pin their kernel, so the run under sample_wgsl_test (EWGPU_SAMPLE_CPU=0) would repeat this one.
+// sample.wgsl's reductions by subgroup shuffles in this run's rigs (sampleSubgroupReduce).
+bool sgReduce() {
+  const DeviceInfo& d = sharedContext().info();
+  return sampleSubgroupReduce(d, sampleWorkgroupSize(d)) > 0;
+}
+
+// The split-against-whole tests pin both rigs' kernels, so the run under sample_wgsl_test (EWGPU_SAMPLE_CPU=0) would
+// repeat sample_test's, unless it also sets EWGPU_SAMPLE_SG (the reductions by subgroup shuffles, off on CPU
+// adapters by default).
+bool repeatsSampleTest() {
+  const char* e = std::getenv("EWGPU_SAMPLE_CPU");
+  return e && std::string(e) == "0" && !std::getenv("EWGPU_SAMPLE_SG");
+}
+
+// A greedy batch without logprobs (SampleBatch::kArgmax) takes the split step's phases 1 and 4 only: the chunks'
+// maxima, then each row's finish from them. Against the one dispatch, K steps of rows that reach every greedy
+// path: a tie for the max in two chunks (lowest id wins), every penalty on a slot with prompt and generated counts, a
+// logit_bias with a stop id (finished at step 0, then inactive), a grammar mask (pauses after its token), a
+// max_tokens of 2, a row inactive from the start. Same tokens, finish reasons, row state, counts and processed
+// logits, word for word.
+void expectArgmaxMatchesWhole(uint32_t V, uint32_t K, uint32_t seed) {
+  SCOPED_TRACE("V=" + std::to_string(V));
+  const uint32_t B = 6, W = sampleMaskWords(V);
+  std::mt19937 rng(seed);
+  Rig whole = makeRig(B, V, K, true, {}, Sampler::kWhole);
+  Rig split = makeRig(B, V, K, true, {}, Sampler::kSplit);
+  ASSERT_TRUE(whole.op && split.op);
+  ASSERT_TRUE(split.op->split());
+  split.batch = SampleBatch::kArgmax;
+  split.op->setArgmaxSplitRows(B);  // production takes phases 1 and 4 for fewer rows (kSampleArgmaxSplitRows)
+  split.op->setSampledSplitRows(B);
+  EXPECT_EQ(split.op->dispatches(B, SampleBatch::kArgmax), 2u);
+  EXPECT_EQ(split.op->dispatches(B + 1, SampleBatch::kArgmax), 1u);
+  EXPECT_EQ(split.op->dispatches(B, SampleBatch::kSampled), 5u);
+  EXPECT_EQ(split.op->dispatches(B + 1, SampleBatch::kSampled), 1u);
+  EXPECT_EQ(split.op->dispatches(B, SampleBatch::kGreedy), 1u);
+  EXPECT_EQ(whole.op->dispatches(B, SampleBatch::kSampled), 1u);
+  std::vector<float> logits = randomLogits(rng, size_t(K) * B * V, 2.0f);
+  const uint32_t tie_lo = 7, tie_hi = V - 5;  // different chunks at the Qwen vocabulary
+  for (uint32_t k = 0; k < K; ++k) logits[size_t(k) * B * V + tie_lo] = logits[size_t(k) * B * V + tie_hi] = 50.0f;
+  std::vector<uint32_t> counts(size_t(B) * V, 0);
+  for (uint32_t i = V; i < 2 * V; ++i) {  // row 1's slot: a prompt and some generated tokens
+    const uint32_t roll = rng() % 6;
+    if (roll == 0) counts[i] = kCountPromptBit;
+    if (roll == 1) counts[i] = 1 + rng() % 4;
+  }
+  std::vector<uint32_t> mask(size_t(B) * W, 0);
+  for (uint32_t i = 0; i < V; ++i)
+    if (rng() % 7 == 0) mask[3 * W + i / 32] |= 1u << (i % 32);
+  std::vector<SamplingParams> p(B);
+  for (auto& q : p) q.temperature = 0;
+  p[1].repetition_penalty = 1.3f, p[1].presence_penalty = 0.5f, p[1].frequency_penalty = 0.4f;
+  p[2].logit_bias = {{5, 100.0f}}, p[2].stop_token_ids = {5};
+  p[3].token_mask = true;
+  p[4].max_tokens = 2;
+  std::vector<RowState> rows;
+  for (uint32_t b = 0; b < B; ++b) rows.push_back(freshRow(b, 2 * b));
+  rows[5][2] = 0;  // inactive
+  runBoth(whole, split, logits, counts, mask, p, rows, K);
+  const std::vector<uint32_t> out_s = expectSameSteps(whole, split, K);
+  // The paths were taken: the tie went to the lower id, the stop id finished row 2 at once, row 3 paused after
+  // one token, row 4 ran out of tokens at its second, row 5 never sampled.
+  EXPECT_EQ(outAt(out_s, split, 0, 0).token, (int32_t)tie_lo);
+  EXPECT_EQ(outAt(out_s, split, 2, 0).token, 5);
+  EXPECT_EQ(outAt(out_s, split, 2, 0).finish, SampleFinish::kStop);
+  EXPECT_FALSE(outAt(out_s, split, 2, 1).active);
+  EXPECT_TRUE(outAt(out_s, split, 3, 0).active);
+  EXPECT_FALSE(outAt(out_s, split, 3, 1).active);
+  EXPECT_EQ(outAt(out_s, split, 4, 1).finish, SampleFinish::kLength);
+  EXPECT_FALSE(outAt(out_s, split, 5, 0).active);
+}
+
+TEST(SampleSplit, ArgmaxBatchSameStepsAsOneDispatch) {
+  if (repeatsSampleTest()) GTEST_SKIP() << "run by sample_test";
+  expectArgmaxMatchesWhole(kSmallVocab, 3, 51);
+  expectArgmaxMatchesWhole(kQwenVocab, 3, 52);
+}
+
 TEST(SampleSplit, SameStepsAsOneDispatch) {
-  if (const char* e = std::getenv("EWGPU_SAMPLE_CPU"); e && std::string(e) == "0") GTEST_SKIP() << "run by sample_test";
+  if (repeatsSampleTest()) GTEST_SKIP() << "run by sample_test";
   expectSplitMatchesWhole(kSmallVocab, 3, 41);
   expectSplitMatchesWhole(kQwenVocab, 2, 42);
 }
@@ -895,12 +987,14 @@ TEST(SampleSplit, SameStepsAsOneDispatch) {
 // compiling each f32 expression alike, which a GPU compiler contracting a * b + c differently in the two need not.
 TEST(SampleCpuKernel, SamePicksAsSampleWgsl) {
   if (!sharedContext().info().cpuAdapter()) GTEST_SKIP() << "sample_cpu.wgsl runs on CPU adapters only";
+  if (sgReduce()) GTEST_SKIP() << "EWGPU_SAMPLE_SG: sample.wgsl's sums are not in sample_cpu.wgsl's order";
   expectSamePicks(kSmallVocab, 4, 31);
   expectSamePicks(4096, 3, 32);  // the default model's vocabulary
 }
 
 TEST(SampleCpuKernel, SamePicksAsSampleWgslAtQwenVocab) {
   if (!sharedContext().info().cpuAdapter()) GTEST_SKIP() << "sample_cpu.wgsl runs on CPU adapters only";
+  if (sgReduce()) GTEST_SKIP() << "EWGPU_SAMPLE_SG: sample.wgsl's sums are not in sample_cpu.wgsl's order";
   expectSamePicks(kQwenVocab, 1, 33);
 }
 

@@ -187,8 +187,8 @@ void checkGreedy(const Param& p, kernels::Activations act, bool vs_reference) {
   if (f.attnSplit() > 1 && f.attnShortPositions() > 0) {
     uint32_t attn_layers = 0;
     for (int l = 0; l < eng.model->config.n_layers; ++l) attn_layers += eng.model->config.isFullAttention(l);
-    EXPECT_EQ(f.decodeDispatches(false, f.attnShortPositions()) + attn_layers,
-              f.decodeDispatches(false, f.attnShortPositions() + 1));
+    EXPECT_EQ(f.decodeDispatches(SampleBatch::kArgmax, f.attnShortPositions()) + attn_layers,
+              f.decodeDispatches(SampleBatch::kArgmax, f.attnShortPositions() + 1));
   }
   for (uint32_t k : {1u, 2u, 15u}) {
     Generator gen(gpuContext(), *eng.fwd, nullptr, k);
