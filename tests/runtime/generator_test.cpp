@@ -153,6 +153,8 @@ const Outcome& reference(const std::string& fixture, const std::vector<int32_t>&
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   auto fwd = freshForward(m, 1);
+  static const Outcome kNoForward;
+  if (!fwd) return kNoForward;  // freshForward reported why; the callers' comparisons fail instead of crashing
   Generator gen(gpuContext(), *fwd, &m.tok, 1);
   EXPECT_TRUE(gen.setPipelineDepth(1).ok());
   Outcome r;
