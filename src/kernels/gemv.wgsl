@@ -176,13 +176,8 @@ fn quantizeGroup(g: u32) -> f32 {
   return ss;
 }
 
-// Σ (code - 7) · x̂ over group g of row `row` in units of the digit-0 step (exact in i32: |·| < 2^24), times the
-// weight scale. q = xq[2g], xq[2g+1] (digit 0), then the same for digit 1; z = the digits' zero points.
-fn dotGroupQ8(row: u32, g: u32, q: array<vec4<u32>, 4>, z: vec2<i32>) -> f32 {
-  return dotWordsQ8(w[row * groupsPerRow() + g], scaleOf(row, g), q, z);
-}
-
-// The same for a group's words and scale already in registers.
+// Σ (code - 7) · x̂ over a group's words `wv` in units of the digit-0 step (exact in i32: |·| < 2^24), times the
+// weight scale `sc`. q = xq[2g], xq[2g+1] (digit 0), then the same for digit 1; z = the digits' zero points.
 fn dotWordsQ8(wv: vec4<u32>, sc: f32, q: array<vec4<u32>, 4>, z: vec2<i32>) -> f32 {
   let lo = wv & vec4<u32>(0x0F0F0F0Fu);
   let hi = (wv >> vec4<u32>(4u)) & vec4<u32>(0x0F0F0F0Fu);
@@ -204,22 +199,6 @@ fn xqGroup(g: u32) -> array<vec4<u32>, 4> {
 }
 fn xzGroup(g: u32) -> vec2<i32> { return vec2<i32>(xz[g], select(0, xz[Q8_GROUPS + g], Q8_DIGITS == 2u)); }
 
-// Four rows (clamped to `last`) of group g against the int8 x̂, in units of the group's digit-0 step.
-fn rows4GroupQ8(r: u32, last: u32, g: u32) -> vec4<f32> {
-  let q = xqGroup(g);
-  let z = xzGroup(g);
-  return vec4<f32>(dotGroupQ8(min(r, last), g, q, z), dotGroupQ8(min(r + 1u, last), g, q, z),
-                   dotGroupQ8(min(r + 2u, last), g, q, z), dotGroupQ8(min(r + 3u, last), g, q, z));
-}
-
-// rows4GroupQ8 with the four rows' words and scales already loaded (PREFETCH).
-fn rows4WordsQ8(w0: vec4<u32>, w1: vec4<u32>, w2: vec4<u32>, w3: vec4<u32>, sc: vec4<f32>, g: u32) -> vec4<f32> {
-  let q = xqGroup(g);
-  let z = xzGroup(g);
-  return vec4<f32>(dotWordsQ8(w0, sc.x, q, z), dotWordsQ8(w1, sc.y, q, z), dotWordsQ8(w2, sc.z, q, z),
-                   dotWordsQ8(w3, sc.w, q, z));
-}
-
 // The words and scales of rows r .. r+3 (clamped to `last`) in group g.
 struct Words4 { w0: vec4<u32>, w1: vec4<u32>, w2: vec4<u32>, w3: vec4<u32>, sc: vec4<f32> }
 fn loadWords4(r: u32, last: u32, g: u32) -> Words4 {
@@ -230,6 +209,20 @@ fn loadWords4(r: u32, last: u32, g: u32) -> Words4 {
   let r3 = min(r + 3u, last);
   return Words4(w[r0 * gpr + g], w[r1 * gpr + g], w[r2 * gpr + g], w[r3 * gpr + g],
                 vec4<f32>(scaleOf(r0, g), scaleOf(r1, g), scaleOf(r2, g), scaleOf(r3, g)));
+}
+
+// Four rows' words of group g (loadWords4, or loaded ahead: PREFETCH) against the int8 x̂, in units of the
+// group's digit-0 step.
+fn rows4WordsQ8(p: Words4, g: u32) -> vec4<f32> {
+  let q = xqGroup(g);
+  let z = xzGroup(g);
+  return vec4<f32>(dotWordsQ8(p.w0, p.sc.x, q, z), dotWordsQ8(p.w1, p.sc.y, q, z), dotWordsQ8(p.w2, p.sc.z, q, z),
+                   dotWordsQ8(p.w3, p.sc.w, q, z));
+}
+
+// Four rows (clamped to `last`) of group g against the int8 x̂.
+fn rows4GroupQ8(r: u32, last: u32, g: u32) -> vec4<f32> {
+  return rows4WordsQ8(loadWords4(r, last, g), g);
 }
 
 // Four rows of one word, x in registers.
@@ -351,8 +344,8 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
       var g0 = ks * TPR + lane;
       if (pre) {
         let d = select(xd[g0], xd[g0] / 254.0, Q8_DIGITS == 2u);
-        a4 += d * rows4WordsQ8(pa.w0, pa.w1, pa.w2, pa.w3, pa.sc, g0);
-        if (epiGated(EPI)) { u4 += d * rows4WordsQ8(pu.w0, pu.w1, pu.w2, pu.w3, pu.sc, g0); }
+        a4 += d * rows4WordsQ8(pa, g0);
+        if (epiGated(EPI)) { u4 += d * rows4WordsQ8(pu, g0); }
         g0 += TPR * KSPLIT;
       }
       for (var g = g0; g < groupsPerRow(); g += TPR * KSPLIT) {

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <numeric>
+#include <span>
 #include <string>
 
 namespace ewgpu {
@@ -281,18 +282,20 @@ uint32_t sampleSampledSplitRows() {
 namespace {
 
 // The split phases a batch runs (indices into the five steps), or none for the one dispatch.
-std::vector<size_t> splitPhases(SampleBatch batch, uint32_t rows, uint32_t argmax_rows, uint32_t sampled_rows) {
+std::span<const size_t> splitPhases(SampleBatch batch, uint32_t rows, uint32_t argmax_rows, uint32_t sampled_rows) {
+  static constexpr size_t kAll[] = {0, 1, 2, 3, 4};
+  // Phase 1 applies a chunk's penalties, bias and mask and writes its max; phase 4 finishes a greedy row from those
+  // maxima. Phases 2 and 3 do nothing for a greedy row without a logprob, and phase 5 only takes rows with top-n
+  // logprobs or a candidate list past CAP.
+  static constexpr size_t kArgmaxPhases[] = {0, 3};
   switch (batch) {
     case SampleBatch::kSampled:
-      if (rows <= sampled_rows) return {0, 1, 2, 3, 4};
+      if (rows <= sampled_rows) return kAll;
       return {};
     case SampleBatch::kGreedy:
       return {};
     case SampleBatch::kArgmax:
-      // Phase 1 applies a chunk's penalties, bias and mask and writes its max; phase 4 finishes a greedy row from
-      // those maxima. Phases 2 and 3 do nothing for a greedy row without a logprob, and phase 5 only takes rows
-      // with top-n logprobs or a candidate list past CAP.
-      if (rows <= argmax_rows) return {0, 3};
+      if (rows <= argmax_rows) return kArgmaxPhases;
       return {};
   }
   return {};
@@ -307,8 +310,8 @@ uint32_t SampleOp::dispatches(uint32_t rows, SampleBatch batch) const {
 }
 
 void SampleOp::record(gpu::Recorder& rec, uint32_t rows, SampleBatch batch) const {
-  const std::vector<size_t> phases =
-      split() ? splitPhases(batch, rows, argmax_rows_, sampled_rows_) : std::vector<size_t>{0};
+  static constexpr size_t kOnly[] = {0};  // an op without the split step: its one kernel
+  const std::span<const size_t> phases = split() ? splitPhases(batch, rows, argmax_rows_, sampled_rows_) : kOnly;
   if (phases.empty()) {
     rec.dispatch(*whole_.kernel, whole_.bg, rows);
     return;
