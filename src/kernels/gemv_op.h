@@ -51,14 +51,22 @@ struct GemvConfig {
   uint32_t batch_tile = 0;          // activation rows per workgroup of gemv_batch (0: 16 on CPU adapters, else 4)
   // batch > 1 with int8 x̂: gemv_batch.wgsl's Q8 path or gemm_q8.wgsl (a small-M GEMM), for every step of the op:
   // the two round differently, and a row's sums may not depend on how many rows run beside it. kAuto: the GEMM in
-  // engines of at least kGemmMinBatch rows (EWGPU_GEMMQ=0 / 1 overrides).
+  // engines of at least kGemmMinBatch rows for matrices of at most kGemmMaxRows weight rows (EWGPU_GEMMQ=0 / 1
+  // overrides both, EWGPU_GEMMQ_MAXN the second).
   enum class BatchKernel { kAuto, kGemv, kGemm };
   BatchKernel batch_kernel = BatchKernel::kAuto;
   uint32_t gemm_ks = 0;             // gemm_q8: K slices (0: the op's default)
 };
 
-// Engines of at least this many decode rows run their batched q4 projections through gemm_q8.wgsl.
+// Engines of at least this many decode rows run their batched q4 projections through gemm_q8.wgsl, except
+// matrices of more than kGemmMaxRows weight rows (the LM head), which stay on gemv_batch.wgsl: gemm_q8's workgroups
+// of 4 weight rows each read every active row's x̂, and over 128k rows that traffic costs more than gemv_batch's
+// re-reads of the weights. H200, LM head µs at 1 / 8 / 16 / 32 active rows, gemv_batch against gemm_q8
+// (docs/measurements/h200-run29): Llama-3.2-1B (128256 rows) 48 / 147 / 277 / 539 against 63 / 149 / 292 / 598,
+// Qwen3.5-2B (248320) - / 269 / 522 / 1036 against - / 289 / 570 / 1186; the largest other matrix (16384 rows,
+// the 1B's gate/up) 8.4 / 20.9 / 37.0 / 68.1 against 10.4 / 19.8 / 32.0 / 57.7.
 inline constexpr uint32_t kGemmMinBatch = 32;
+inline constexpr uint32_t kGemmMaxRows = 65536;
 
 class GemvOp {
  public:

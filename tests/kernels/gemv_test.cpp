@@ -442,5 +442,96 @@ TEST(GemvBatch, SmallMGemm) {
   }
 }
 
+// Which kernel a batched op of an engine takes by itself (GemvConfig::BatchKernel::kAuto): gemv_batch.wgsl under
+// kGemmMinBatch rows; gemm_q8.wgsl from there, except for matrices of more than kGemmMaxRows weight rows (LM heads).
+TEST(GemvBatch, KernelChoiceByRowsAndWidth) {
+  gpu::Context& g = ctx();
+  if (!g.info().packed_dot4) GTEST_SKIP() << "no WGSL packed dot product";
+  for (uint32_t n : {128u, kGemmMaxRows + 4})
+    for (uint32_t batch : {kGemmMinBatch - 1, kGemmMinBatch}) {
+      SCOPED_TRACE("rows " + std::to_string(n) + " batch " + std::to_string(batch));
+      std::vector<uint32_t> w((size_t)n * 32 / 8, 0x88888888u), s((size_t)n / 2 + 1, 0x3c003c00u);
+      std::vector<float> x((size_t)batch * 32, 1.0f), y((size_t)batch * n, 0.f);
+      auto bw = upload(w), bs = upload(s), bx = upload(x), by = upload(y);
+      auto bactive = upload(std::vector<uint32_t>{batch, 0, 0, 0}, "active");
+      LinearWeights lw;
+      lw.w_chunks = {&bw};
+      lw.s_chunks = {&bs};
+      lw.chunk_rows = {n};
+      lw.N = n;
+      lw.K = 32;
+      lw.format = WeightFormat::kQ4F16;
+      GemvConfig cfg{Epilogue::kStore, batch, nullptr, 1e-6f, 0, 0};
+      cfg.active = &bactive;
+      cfg.act = Activations::kInt16;
+      auto op = GemvOp::create(g, lw, bx, by, cfg);
+      ASSERT_TRUE(op.ok()) << op.error().toString();
+      EXPECT_TRUE(op->batched());
+      EXPECT_EQ(op->gemm(), batch >= kGemmMinBatch && n <= kGemmMaxRows);
+    }
+}
+
+// Not a test: the batched projections' GPU time on shapes of real models, for tuning (skipped unless
+// EWGPU_GEMVB_BENCH is set; GPU timestamps). Per shape, active-row count and kernel (gemv_batch.wgsl, gemm_q8.wgsl):
+// the quantizer's and the projection's µs per call (each dispatch repeated in a pass of its own) and the
+// projection's int8 TOP/s (2 · N · K · rows). EWGPU_GEMVB_BENCH=2 runs the Qwen3.5-2B shapes too.
+TEST(GemvBatchBench, ModelShapes) {
+  const char* mode = std::getenv("EWGPU_GEMVB_BENCH");
+  if (!mode) GTEST_SKIP() << "set EWGPU_GEMVB_BENCH=1 to run";
+  gpu::Context& g = ctx();
+  if (!g.info().packed_dot4 || !g.info().timestamp_query) GTEST_SKIP() << "needs the packed dot product and timestamps";
+  struct Shape { const char* name; uint32_t n, k, epi, digits; };
+  std::vector<Shape> shapes = {{"1B qkv", 3072, 2048, 0, 2}, {"1B o", 2048, 2048, 1, 2}, {"1B gate_up", 16384, 2048, 2, 1},
+                               {"1B down", 2048, 8192, 1, 1}, {"1B lm_head", 128256, 2048, 0, 2}};
+  if (std::string(mode) == "2")
+    shapes.insert(shapes.end(), {{"2B gate_up", 12288, 2048, 2, 1}, {"2B down", 2048, 6144, 1, 1},
+                                 {"2B lm_head", 248320, 2048, 0, 2}});
+  std::mt19937 rng(5);
+  const uint32_t batch = 32, repeat = 20;
+  for (const Shape& sh : shapes) {
+    std::vector<uint32_t> w((size_t)sh.n * sh.k / 8), s((size_t)sh.n * sh.k / 64);
+    for (auto& v : w) v = rng();
+    for (auto& v : s) v = 0x1c001c00u;  // two f16 0.0039
+    std::vector<float> x((size_t)batch * sh.k), nw(sh.k, 1.0f), y((size_t)batch * (sh.epi == 2 ? sh.n / 2 : sh.n), 0.f);
+    std::normal_distribution<float> nd;
+    for (auto& v : x) v = nd(rng);
+    auto bw = upload(w), bs = upload(s), bx = upload(x), bn = upload(nw), by = upload(y);
+    auto bactive = upload(std::vector<uint32_t>{batch, 0, 0, 0}, "active");
+    LinearWeights lw;
+    lw.w_chunks = {&bw};
+    lw.s_chunks = {&bs};
+    lw.chunk_rows = {sh.n};
+    lw.N = sh.n;
+    lw.K = sh.k;
+    lw.format = WeightFormat::kQ4F16;
+    for (bool gemm : {false, true}) {
+      GemvConfig cfg{(Epilogue)sh.epi, batch, sh.epi != 1 ? &bn : nullptr, 1e-6f, 0, 0};
+      cfg.active = &bactive;
+      cfg.act = sh.digits == 2 ? Activations::kInt16 : Activations::kInt8;
+      cfg.batch_kernel = gemm ? GemvConfig::BatchKernel::kGemm : GemvConfig::BatchKernel::kGemv;
+      auto op = GemvOp::create(g, lw, bx, by, cfg);
+      ASSERT_TRUE(op.ok()) << op.error().toString();
+      for (uint32_t rows : {1u, 8u, 16u, 32u}) {
+        uint32_t words[4] = {rows, 0, 0, 0};
+        g.write(bactive, 0, words, sizeof words);
+        auto timer = gpu::Timer::create(g, 16);
+        ASSERT_TRUE(timer.ok());
+        gpu::Recorder rec(g, 0);
+        rec.setTimer(timer->get());
+        rec.setSplitPasses(true, repeat);
+        op->record(rec, rows);
+        (*timer)->resolve(rec);
+        ASSERT_TRUE(rec.submit().ok());
+        ASSERT_TRUE(g.finish().ok());
+        auto ns = (*timer)->readPassNs(g);
+        ASSERT_TRUE(ns.ok() && ns->size() == 2);
+        const double q = (*ns)[0] / 1e3 / repeat, p = (*ns)[1] / 1e3 / repeat;
+        std::printf("[ bench ] %-12s %-4s rows %2u digits %u: quant %6.1f us  proj %7.1f us  %5.1f TOP/s\n", sh.name,
+                    gemm ? "gemm" : "gemv", rows, sh.digits, q, p, 2.0 * sh.n * sh.k * rows / (p * 1e-6) / 1e12);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ewgpu::kernels
