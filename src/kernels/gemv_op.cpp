@@ -271,7 +271,7 @@ Status GemvOp::createQuant(gpu::Context& ctx, const LinearWeights& w, const gpu:
   if (!buf) return std::move(buf).error();
   xq_ = std::move(*buf);
   gpu::Constants qk{{"K", w.K}, {"X_STRIDE", cfg.x_stride ? cfg.x_stride : w.K}, {"NORM", cfg.norm ? 1 : 0},
-                    {"EPS", cfg.eps}, {"DIGITS", digits}, {"ROW_U32", row_u32}};
+                    {"EPS", cfg.eps}, {"DIGITS", digits}, {"ROW_U32", row_u32}, {"SG", quantSubgroups(ctx.info())}};
   auto kern = ctx.kernel("gemv_quant", qk);
   if (!kern) return std::move(kern).error();
   auto bg = ctx.bindGroup(**kern, {{&x}, {cfg.norm ? cfg.norm : &x}, {&xq_}, {cfg.active}});

@@ -9,6 +9,11 @@
 //   [DIGITS · G · 8 + e · G + g]    its zero point 7 · Σ digits (i32): Σ (code - 7) · d = Σ code · d - that
 //   [DIGITS · G · 9 + g]            the group's step (f32; digit 1's is step / 254)
 // The RMS is a fixed tree over the row, so a row's x̂ never depends on the other rows.
+// SG (subgroups of at least 4 invocations): every thread takes 8 consecutive elements, a quarter of a group; the RMS
+// is summed by subgroupAdd and then over the subgroups in order, and each group's max and digit sum by shuffles
+// among its 4 threads, so all 256 threads quantize at once and the RMS needs one barrier instead of eight. The
+// digits are computed by the same expressions as without SG (only the RMS's summation order differs).
+//#enable subgroups
 
 override K: u32 = 32u;          // features (multiple of 32)
 override X_STRIDE: u32 = K;     // floats per row of x (multiple of 4)
@@ -16,6 +21,7 @@ override NORM: bool = false;
 override EPS: f32 = 1e-6;
 override DIGITS: u32 = 2u;      // 1 or 2
 override ROW_U32: u32 = 4u;     // u32s per row of q
+override SG: bool = false;      // the subgroup path (needs subgroups of at least 4 invocations)
 
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> norm_w: array<vec4<f32>>;
@@ -25,11 +31,81 @@ override ROW_U32: u32 = 4u;     // u32s per row of q
 const WG: u32 = 256u;
 var<workgroup> red: array<f32, WG>;
 
+//#if SUBGROUPS
+// SG: thread lid takes elements 8c .. 8c + 7 for c = lid, lid + WG, ...: quarter m = c % 4 of group c / 4.
+fn quantizeSg(lid: u32, sgs: u32, sid: u32, b: u32) {
+  let xrow = b * (X_STRIDE / 4u);
+  let C = K / 8u;  // quarters
+  var rinv = 1.0;
+  if (NORM) {
+    var ss = 0.0;
+    for (var base = 0u; base < C; base += WG) {
+      let c = min(base + lid, C - 1u);
+      let x0 = x[xrow + 2u * c];
+      let x1 = x[xrow + 2u * c + 1u];
+      ss += select(0.0, dot(x0, x0) + dot(x1, x1), base + lid < C);
+    }
+    ss = subgroupAdd(ss);
+    if (sid == 0u) { red[lid / sgs] = ss; }
+    workgroupBarrier();
+    var tot = 0.0;
+    for (var i = 0u; i < WG / sgs; i++) { tot += red[i]; }
+    rinv = inverseSqrt(tot / f32(K) + EPS);
+  }
+  let G = K / 32u;
+  let qrow = b * ROW_U32;
+  for (var base = 0u; base < C; base += WG) {  // uniform trip count: every thread reaches the shuffles
+    let valid = base + lid < C;
+    let c = min(base + lid, C - 1u);
+    let g = c / 4u;
+    let m = c % 4u;
+    var v0 = x[xrow + 2u * c];
+    var v1 = x[xrow + 2u * c + 1u];
+    if (NORM) {
+      v0 = v0 * rinv * norm_w[2u * c];
+      v1 = v1 * rinv * norm_w[2u * c + 1u];
+    }
+    let a0 = abs(v0);
+    let a1 = abs(v1);
+    var amax = max(max(max(a0.x, a0.y), max(a0.z, a0.w)), max(max(a1.x, a1.y), max(a1.z, a1.w)));
+    amax = max(amax, subgroupShuffleXor(amax, 1u));
+    amax = max(amax, subgroupShuffleXor(amax, 2u));
+    let inv = select(0.0, 127.0 / amax, amax > 0.0);
+    if (valid && m == 0u) { q[qrow + DIGITS * G * 9u + g] = bitcast<u32>(amax / 127.0); }
+    for (var e = 0u; e < DIGITS; e++) {
+      let s0 = v0 * inv;
+      let s1 = v1 * inv;
+      let d0 = vec4<i32>(select(round(s0), round((s0 - round(s0)) * 254.0), e == 1u));
+      let d1 = vec4<i32>(select(round(s1), round((s1 - round(s1)) * 254.0), e == 1u));
+      var sum = d0.x + d0.y + d0.z + d0.w + d1.x + d1.y + d1.z + d1.w;
+      sum += subgroupShuffleXor(sum, 1u);
+      sum += subgroupShuffleXor(sum, 2u);
+      if (valid) {
+        let o = qrow + (e * G + g) * 8u + 2u * m;
+        q[o] = pack4xI8(vec4<i32>(d0.x, d0.z, d1.x, d1.z));       // meets the low nibbles
+        q[o + 1u] = pack4xI8(vec4<i32>(d0.y, d0.w, d1.y, d1.w));  // the high nibbles
+        if (m == 0u) { q[qrow + DIGITS * G * 8u + e * G + g] = bitcast<u32>(7 * sum); }
+      }
+    }
+  }
+}
+//#endif
+
 @compute @workgroup_size(WG)
-fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>
+//#if SUBGROUPS
+        , @builtin(subgroup_size) sgs: u32, @builtin(subgroup_invocation_id) sid: u32
+//#endif
+        ) {
   let lid = lidv.x;
   let b = wid.x;
   if (b >= meta_b[0]) { return; }  // uniform: the whole workgroup has the same row
+//#if SUBGROUPS
+  if (SG) {
+    quantizeSg(lid, sgs, sid, b);
+    return;
+  }
+//#endif
   let xrow = b * (X_STRIDE / 4u);
   var rinv = 1.0;
   if (NORM) {

@@ -73,6 +73,12 @@ uint32_t quantRowWords(uint32_t K, uint32_t digits) {
   return (digits * groups * 9 + groups + 3) / 4 * 4;
 }
 
+int quantSubgroups(const DeviceInfo& d) {
+  const char* e = std::getenv("EWGPU_QUANT_SG");
+  if (e && std::string(e) == "0") return 0;
+  return d.subgroups && d.subgroup_min_size >= 4 ? 1 : 0;
+}
+
 uint64_t scaleBytes(WeightFormat f, uint32_t rows, uint32_t K) {
   uint64_t scales = isQ3(f) ? (uint64_t)ceilDiv(K, 40) * rows : isQ4(f) ? (uint64_t)K / 32 * rows : 0;
   return f == WeightFormat::kQ4F32 ? scales * 4 : (scales * 2 + 3) / 4 * 4;
@@ -195,7 +201,7 @@ Result<GemmOp> GemmOp::createInt8(gpu::Context& ctx, const LinearWeights& wt, co
   GemmOp op = shell(tile_t, max_tokens, wt);
   {
     auto kern = ctx.kernel("gemv_quant", {{"K", wt.K}, {"X_STRIDE", wt.K}, {"NORM", 0}, {"DIGITS", q8.digits},
-                                          {"ROW_U32", row_words}});
+                                          {"ROW_U32", row_words}, {"SG", quantSubgroups(ctx.info())}});
     if (!kern) return std::move(kern).error();
     op.quant_.kernel = *kern;
     auto bg = ctx.bindGroup(*op.quant_.kernel, {{&x}, {&x}, {q8.xq}, {&meta}});

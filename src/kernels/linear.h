@@ -58,6 +58,9 @@ struct GemmQ8 {
 };
 // u32 words of one x̂ row of K features (gemv_quant.wgsl's ROW_U32: digits, zero points, steps; a multiple of 4).
 uint32_t quantRowWords(uint32_t K, uint32_t digits);
+// gemv_quant.wgsl's SG constant on `d`: 1 where subgroups hold at least 4 invocations (EWGPU_QUANT_SG=0 turns the
+// subgroup path off), else 0.
+int quantSubgroups(const DeviceInfo& d);
 
 // Bytes of one chunk's packed weights / scales for `rows` rows of K inputs.
 uint64_t weightBytes(WeightFormat f, uint32_t rows, uint32_t K);

@@ -3,6 +3,7 @@
 #include "kernels/gemv_op.h"
 
 #include <cmath>
+#include <cstring>
 
 namespace ewgpu::kernels {
 namespace {
@@ -440,6 +441,66 @@ TEST(GemvBatch, SmallMGemm) {
     c.gemm_ks = ks;
     runBatchCase(c, seed++);
   }
+}
+
+// gemv_quant.wgsl's subgroup path (SG: a thread per quarter group, shuffles among the 4) against the workgroup-memory
+// path: without the norm the rows' words are identical (the same expressions); with it only the RMS's summation order
+// differs, so each step agrees to float rounding and each element's x̂ (digits × step) to one unit of the last digit.
+// K of fewer quarters than threads (96), of several passes (2080 = 260 quarters) and of exactly one (2048).
+TEST(GemvQuant, SubgroupPathMatchesTheWorkgroupPath) {
+  gpu::Context& g = ctx();
+  if (!g.info().subgroups || g.info().subgroup_min_size < 4) GTEST_SKIP() << "needs subgroups of at least 4";
+  std::mt19937 rng(31);
+  std::normal_distribution<float> nd;
+  const uint32_t rows = 3;
+  for (uint32_t k : {96u, 2048u, 2080u})
+    for (uint32_t digits : {1u, 2u})
+      for (bool norm : {false, true}) {
+        SCOPED_TRACE("K " + std::to_string(k) + " digits " + std::to_string(digits) + (norm ? " norm" : ""));
+        std::vector<float> x((size_t)rows * k), nw(k);
+        for (auto& v : x) v = nd(rng) * (1.0f + 3.0f * (rng() % 7 == 0));
+        for (auto& v : nw) v = 1.0f + 0.3f * nd(rng);
+        const uint32_t row_u32 = quantRowWords(k, digits), G = k / 32;
+        auto bx = upload(x), bn = upload(nw), bm = upload(std::vector<uint32_t>{rows, 0, 0, 0}, "meta");
+        std::vector<std::vector<uint32_t>> out;
+        for (int sg : {0, 1}) {
+          auto kern = g.kernel("gemv_quant", {{"K", k}, {"X_STRIDE", k}, {"NORM", norm ? 1 : 0}, {"EPS", 1e-6f},
+                                              {"DIGITS", digits}, {"ROW_U32", row_u32}, {"SG", sg}});
+          ASSERT_TRUE(kern.ok()) << kern.error().toString();
+          auto bq = upload(std::vector<uint32_t>((size_t)rows * row_u32, 0xdeadbeefu), "q");
+          auto bg = g.bindGroup(**kern, {{&bx}, {&bn}, {&bq}, {&bm}});
+          ASSERT_TRUE(bg.ok());
+          gpu::Recorder rec(g);
+          rec.dispatch(**kern, *bg, rows);
+          ASSERT_TRUE(rec.submit().ok());
+          out.push_back(download<uint32_t>(bq, (size_t)rows * row_u32));
+        }
+        if (!norm) {
+          for (size_t i = 0; i < out[0].size(); ++i) ASSERT_EQ(out[0][i], out[1][i]) << "word " << i;
+          continue;
+        }
+        // Element j of group gr of digit e: word 2m + (j % 2) of the group (m = j / 8), byte (j % 8) / 2.
+        auto digit = [&](const std::vector<uint32_t>& q, uint32_t b, uint32_t e, uint32_t gr, uint32_t j) {
+          const uint32_t w = q[b * row_u32 + (e * G + gr) * 8 + 2 * (j / 8) + j % 2];
+          return (double)(int8_t)(w >> (8 * ((j % 8) / 2)));
+        };
+        for (uint32_t b = 0; b < rows; ++b)
+          for (uint32_t gr = 0; gr < G; ++gr) {
+            float s0, s1;
+            std::memcpy(&s0, &out[0][b * row_u32 + digits * G * 9 + gr], 4);
+            std::memcpy(&s1, &out[1][b * row_u32 + digits * G * 9 + gr], 4);
+            ASSERT_NEAR(s0, s1, 1e-5 * std::abs(s0)) << "row " << b << " group " << gr;
+            for (uint32_t j = 0; j < 32; ++j) {
+              double v0 = 0, v1 = 0;
+              for (uint32_t e = 0; e < digits; ++e) {
+                const double unit = e ? 1.0 / 254 : 1.0;
+                v0 += digit(out[0], b, e, gr, j) * unit * s0;
+                v1 += digit(out[1], b, e, gr, j) * unit * s1;
+              }
+              ASSERT_NEAR(v0, v1, 1.01 * s0 / (digits == 2 ? 254 : 1) + 1e-5 * std::abs(v0)) << "element " << gr * 32 + j;
+            }
+          }
+      }
 }
 
 // Which kernel a batched op of an engine takes by itself (GemvConfig::BatchKernel::kAuto): gemv_batch.wgsl under
