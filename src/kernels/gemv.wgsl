@@ -43,6 +43,7 @@ override XSH_LEN: u32 = 1u;     // vec4s of xsh: K / 4 + K / 32 with XSH
 // of max |logit| away from transformers (its GDN layers amplify the rounding), two keep them within 2.1e-4.
 override Q8: bool = false;
 override Q8_GROUPS: u32 = 1u;   // K / 32 with Q8
+override QSG: bool = false;     // Q8: x̂ quantized a quarter group per thread with shuffles (subgroups of ≥ 4)
 override Q8_DIGITS: u32 = 2u;   // 1 or 2
 // Q8 fast path with RPT 4: the weight words and scales of each thread's first group are loaded before the
 // prologue, so their memory latency overlaps x's load, its quantization and the prologue's barriers (a load after
@@ -176,6 +177,44 @@ fn quantizeGroup(g: u32) -> f32 {
   return ss;
 }
 
+//#if SUBGROUPS
+// QSG: quarter c of x̂ (elements 8c .. 8c + 7, quarter c % 4 of group c / 4), the group's max and digit sums shared
+// by shuffles among its 4 threads; the same expressions as quantizeGroup. Returns Σ x² over the quarter (0 when not
+// `valid`, a clamped repeat of the last quarter that writes nothing).
+fn quantizeQuarter(c: u32, valid: bool) -> f32 {
+  let g = c / 4u;
+  let m = c % 4u;
+  let x0 = x[2u * c];
+  let x1 = x[2u * c + 1u];
+  let ss = select(0.0, dot(x0, x0) + dot(x1, x1), valid);
+  let v0 = select(x0, x0 * norm_w[2u * c], NORM);
+  let v1 = select(x1, x1 * norm_w[2u * c + 1u], NORM);
+  let b0 = abs(v0);
+  let b1 = abs(v1);
+  var amax = max(max(max(b0.x, b0.y), max(b0.z, b0.w)), max(max(b1.x, b1.y), max(b1.z, b1.w)));
+  amax = max(amax, subgroupShuffleXor(amax, 1u));
+  amax = max(amax, subgroupShuffleXor(amax, 2u));
+  let inv = select(0.0, 127.0 / amax, amax > 0.0);
+  if (valid && m == 0u) { xd[g] = amax / 127.0; }
+  for (var e = 0u; e < Q8_DIGITS; e++) {
+    let s0 = v0 * inv;
+    let s1 = v1 * inv;
+    let a = vec4<i32>(select(round(s0), round((s0 - round(s0)) * 254.0), e == 1u));
+    let d = vec4<i32>(select(round(s1), round((s1 - round(s1)) * 254.0), e == 1u));
+    var sum = a.x + a.y + a.z + a.w + d.x + d.y + d.z + d.w;
+    sum += subgroupShuffleXor(sum, 1u);
+    sum += subgroupShuffleXor(sum, 2u);
+    if (valid) {  // words 2m and 2m + 1 of the group: components 2 (m % 2) and + 1 of vec4 m / 2
+      let at = e * 2u * Q8_GROUPS + 2u * g + m / 2u;
+      xq[at][2u * (m % 2u)] = pack4xI8(vec4<i32>(a.x, a.z, d.x, d.z));
+      xq[at][2u * (m % 2u) + 1u] = pack4xI8(vec4<i32>(a.y, a.w, d.y, d.w));
+      if (m == 0u) { xz[g + e * Q8_GROUPS] = 7 * sum; }
+    }
+  }
+  return ss;
+}
+//#endif
+
 // Σ (code - 7) · x̂ over a group's words `wv` in units of the digit-0 step (exact in i32: |·| < 2^24), times the
 // weight scale `sc`. q = xq[2g], xq[2g+1] (digit 0), then the same for digit 1; z = the digits' zero points.
 fn dotWordsQ8(wv: vec4<u32>, sc: f32, q: array<vec4<u32>, 4>, z: vec2<i32>) -> f32 {
@@ -304,7 +343,16 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
   if (NORM || XSH || Q8) {
     for (var b = 0u; b < BATCH; b++) {
       var ss = 0.0;
-      for (var g = lid; Q8 && g < Q8_GROUPS; g += WG) { ss += quantizeGroup(g); }
+      var quarters = false;
+//#if SUBGROUPS
+      if (Q8 && QSG) {  // uniform trip count: every thread reaches the shuffles
+        for (var c0 = 0u; c0 < 4u * Q8_GROUPS; c0 += WG) {
+          ss += quantizeQuarter(min(c0 + lid, 4u * Q8_GROUPS - 1u), c0 + lid < 4u * Q8_GROUPS);
+        }
+        quarters = true;
+      }
+//#endif
+      for (var g = lid; Q8 && !quarters && g < Q8_GROUPS; g += WG) { ss += quantizeGroup(g); }
       for (var v = lid; !Q8 && v < K / 4u; v += WG) {
         let xi = x[b * (X_STRIDE / 4u) + v];
         ss += dot(xi, xi);

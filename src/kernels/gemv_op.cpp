@@ -130,7 +130,7 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
                      {"SG_REDUCE", sg ? 1 : 0}, {"RPT", rpt},
                      {"KSPLIT", ksplit}, {"XSH", xsh ? 1 : 0}, {"XSH_LEN", xsh ? xsh_len : 1},
                      {"Q8", q8 ? 1 : 0}, {"Q8_GROUPS", q8 ? groups_k : 1},
-                     {"Q8_DIGITS", digits}};
+                     {"Q8_DIGITS", digits}, {"QSG", q8 ? quantSubgroups(ctx.info()) : 0}};
     const uint32_t wgs = ((gatedEpilogue(cfg.epi) ? n / 2 : n) + rows_per_wg - 1) / rows_per_wg;
     if (q8 && rpt == 4) k["PREFETCH"] = wgs <= prefetch_wg ? 1 : 0;
     auto kern = ctx.kernel("gemv", k);

@@ -67,6 +67,7 @@ struct Case {
   uint32_t ksplit = 1;  // thread groups splitting K
   bool xsh = false;     // x staged in workgroup memory (q4, batch 1, rpt 4 or 8)
   uint32_t q8 = 0;      // x̂ staged as this many int8 digits per element, a scale per 32 (q4, batch 1, rpt 4 or 8)
+  bool qsg = false;     // with q8: x̂ quantized a quarter group per thread with shuffles (subgroups of ≥ 4)
 };
 
 void runCase(const Case& c, uint32_t seed) {
@@ -115,7 +116,8 @@ void runCase(const Case& c, uint32_t seed) {
                    {"NORM", c.norm ? 1 : 0}, {"HAS_BIAS", c.bias ? 1 : 0}, {"Y_STRIDE", y_stride}, {"TPR", c.tpr},
                    {"SG_REDUCE", c.sg ? 1 : 0}, {"RPT", c.rpt}, {"KSPLIT", c.ksplit},
                    {"XSH", c.xsh ? 1 : 0}, {"XSH_LEN", c.xsh ? c.k / 4 + c.k / 32 : 1},
-                   {"Q8", c.q8 ? 1 : 0}, {"Q8_GROUPS", c.q8 ? c.k / 32 : 1}, {"Q8_DIGITS", std::max(c.q8, 1u)}};
+                   {"Q8", c.q8 ? 1 : 0}, {"Q8_GROUPS", c.q8 ? c.k / 32 : 1}, {"Q8_DIGITS", std::max(c.q8, 1u)},
+                   {"QSG", c.qsg ? 1 : 0}};
   auto kern = g.kernel("gemv", k);
   ASSERT_TRUE(kern.ok()) << kern.error().toString();
   auto bw = upload(pw.w), bs = upload(pw.s), bx = upload(x), bn = upload(nw), bb = upload(bias);
@@ -221,6 +223,23 @@ TEST(Gemv, Int8Activations) {
   runCase({0, 2 * 70, 2048, 1, 2, true, false, 8, false, 4, 8, false, 2}, seed++);
   if (ctx().info().subgroups && ctx().info().subgroup_min_size >= 8)
     runCase({0, 2 * 70, 2048, 1, 2, true, false, 8, true, 4, 8, false, 2}, seed++);
+  // x̂ quantized a quarter group per thread (QSG, the default where subgroups hold 4 or more): K of fewer quarters
+  // than threads (512: 64), of exactly 256 (2048) and of several passes (4096), one and two digits, every epilogue.
+  if (ctx().info().subgroups && ctx().info().subgroup_min_size >= 4) {
+    for (uint32_t digits : {1u, 2u})
+      for (uint32_t epi : {0u, 1u, 2u}) {
+        SCOPED_TRACE("QSG digits " + std::to_string(digits) + " epi " + std::to_string(epi));
+        Case c{0, 2 * 83, 512, 1, epi, epi != 1, epi == 0, 32, false, 4, 1, false, digits};
+        c.qsg = true;
+        runCase(c, seed++);
+      }
+    Case c{0, 2 * 70, 2048, 1, 2, true, false, 8, false, 4, 8, false, 2};
+    c.qsg = true;
+    runCase(c, seed++);
+    Case d{0, 64, 4096, 1, 1, true, false, 32, false, 8, 2, false, 1};
+    d.qsg = true;
+    runCase(d, seed++);
+  }
 }
 
 TEST(Gemv, SubgroupShuffleReduction) {
