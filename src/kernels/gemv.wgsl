@@ -13,6 +13,7 @@
 //#enable subgroups
 //#include activation
 //#include q4_group
+//#include q8_quarter
 
 override QFMT: u32 = 0u;        // 0 q4f16_1, 1 q4f32_1, 2 q0f16, 3 q0f32, 4 q3f16_1
 override N: u32 = 1u;           // weight rows in this buffer (chunk)
@@ -189,26 +190,16 @@ fn quantizeQuarter(c: u32, valid: bool) -> f32 {
   let ss = select(0.0, dot(x0, x0) + dot(x1, x1), valid);
   let v0 = select(x0, x0 * norm_w[2u * c], NORM);
   let v1 = select(x1, x1 * norm_w[2u * c + 1u], NORM);
-  let b0 = abs(v0);
-  let b1 = abs(v1);
-  var amax = max(max(max(b0.x, b0.y), max(b0.z, b0.w)), max(max(b1.x, b1.y), max(b1.z, b1.w)));
-  amax = max(amax, subgroupShuffleXor(amax, 1u));
-  amax = max(amax, subgroupShuffleXor(amax, 2u));
+  let amax = quarterMax(v0, v1);
   let inv = select(0.0, 127.0 / amax, amax > 0.0);
   if (valid && m == 0u) { xd[g] = amax / 127.0; }
   for (var e = 0u; e < Q8_DIGITS; e++) {
-    let s0 = v0 * inv;
-    let s1 = v1 * inv;
-    let a = vec4<i32>(select(round(s0), round((s0 - round(s0)) * 254.0), e == 1u));
-    let d = vec4<i32>(select(round(s1), round((s1 - round(s1)) * 254.0), e == 1u));
-    var sum = a.x + a.y + a.z + a.w + d.x + d.y + d.z + d.w;
-    sum += subgroupShuffleXor(sum, 1u);
-    sum += subgroupShuffleXor(sum, 2u);
+    let qd = quarterDigits(v0, v1, inv, e);
     if (valid) {  // words 2m and 2m + 1 of the group: components 2 (m % 2) and + 1 of vec4 m / 2
       let at = e * 2u * Q8_GROUPS + 2u * g + m / 2u;
-      xq[at][2u * (m % 2u)] = pack4xI8(vec4<i32>(a.x, a.z, d.x, d.z));
-      xq[at][2u * (m % 2u) + 1u] = pack4xI8(vec4<i32>(a.y, a.w, d.y, d.w));
-      if (m == 0u) { xz[g + e * Q8_GROUPS] = 7 * sum; }
+      xq[at][2u * (m % 2u)] = qd.lo;
+      xq[at][2u * (m % 2u) + 1u] = qd.hi;
+      if (m == 0u) { xz[g + e * Q8_GROUPS] = 7 * qd.sum; }
     }
   }
   return ss;

@@ -14,6 +14,7 @@
 // among its 4 threads, so all 256 threads quantize at once and the RMS needs one barrier instead of eight. The
 // digits are computed by the same expressions as without SG (only the RMS's summation order differs).
 //#enable subgroups
+//#include q8_quarter
 
 override K: u32 = 32u;          // features (multiple of 32)
 override X_STRIDE: u32 = K;     // floats per row of x (multiple of 4)
@@ -65,26 +66,16 @@ fn quantizeSg(lid: u32, sgs: u32, sid: u32, b: u32) {
       v0 = v0 * rinv * norm_w[2u * c];
       v1 = v1 * rinv * norm_w[2u * c + 1u];
     }
-    let a0 = abs(v0);
-    let a1 = abs(v1);
-    var amax = max(max(max(a0.x, a0.y), max(a0.z, a0.w)), max(max(a1.x, a1.y), max(a1.z, a1.w)));
-    amax = max(amax, subgroupShuffleXor(amax, 1u));
-    amax = max(amax, subgroupShuffleXor(amax, 2u));
+    let amax = quarterMax(v0, v1);
     let inv = select(0.0, 127.0 / amax, amax > 0.0);
     if (valid && m == 0u) { q[qrow + DIGITS * G * 9u + g] = bitcast<u32>(amax / 127.0); }
     for (var e = 0u; e < DIGITS; e++) {
-      let s0 = v0 * inv;
-      let s1 = v1 * inv;
-      let d0 = vec4<i32>(select(round(s0), round((s0 - round(s0)) * 254.0), e == 1u));
-      let d1 = vec4<i32>(select(round(s1), round((s1 - round(s1)) * 254.0), e == 1u));
-      var sum = d0.x + d0.y + d0.z + d0.w + d1.x + d1.y + d1.z + d1.w;
-      sum += subgroupShuffleXor(sum, 1u);
-      sum += subgroupShuffleXor(sum, 2u);
+      let qd = quarterDigits(v0, v1, inv, e);
       if (valid) {
         let o = qrow + (e * G + g) * 8u + 2u * m;
-        q[o] = pack4xI8(vec4<i32>(d0.x, d0.z, d1.x, d1.z));       // meets the low nibbles
-        q[o + 1u] = pack4xI8(vec4<i32>(d0.y, d0.w, d1.y, d1.w));  // the high nibbles
-        if (m == 0u) { q[qrow + DIGITS * G * 8u + e * G + g] = bitcast<u32>(7 * sum); }
+        q[o] = qd.lo;
+        q[o + 1u] = qd.hi;
+        if (m == 0u) { q[qrow + DIGITS * G * 8u + e * G + g] = bitcast<u32>(7 * qd.sum); }
       }
     }
   }
