@@ -32,7 +32,8 @@
 override V: u32;                    // vocabulary size (row length of logits and counts)
 override KMAX: u32 = 1u;            // steps in the out ring per row
 override ADVANCE_POS: bool = true;  // decode step: pos += 1 for an active row
-override WG: u32 = 256u;            // threads per workgroup (a multiple of 16; kernels::sampleWorkgroupSize)
+override WG: u32 = 256u;            // threads per workgroup (a multiple of 16; kernels::sampleWorkgroupSize for
+                                    // PHASE 0, kernels::sampleSplitWorkgroupSize for the split phases)
 override HIST_COPIES: u32 = 8u;     // private histogram copies (fewer same-address atomics); at least 2
 override WRITE_STATS: bool = false;  // tests: rows[b*8+7] = number of tokens that survived top-k/top-p
 override UNROLL: u32 = 8u;          // logits each invocation loads at once in the full-row loops (1..UMAX)

@@ -202,6 +202,11 @@ uint32_t sampleWorkgroupSize(const DeviceInfo& d) {
   return 256;
 }
 
+uint32_t sampleSplitWorkgroupSize(uint32_t wg) {
+  if (const char* e = std::getenv("EWGPU_SAMPLE_SPLIT_WG")) return (uint32_t)std::strtoul(e, nullptr, 10);  // A/B
+  return std::min(wg, kSampleSplitWg);
+}
+
 bool sampleCpuServes(const DeviceInfo& d) {
   if (const char* e = std::getenv("EWGPU_SAMPLE_CPU"); e && std::string(e) == "0") return false;
   return d.cpuAdapter();
@@ -241,6 +246,10 @@ Result<SampleOp> SampleOp::create(gpu::Context& ctx, bool cpu_kernel, bool split
   }
   std::vector<gpu::Binding> bind{{b.logits}, {b.params}, {b.counts}, {b.rows}, {b.out}, {b.mask}};
   if (!cpu_kernel) bind.insert(bind.end(), {{&op.scratch_}, {&op.ctr_}});
+  // The split phases run on fewer threads per workgroup than the one dispatch (sampleSplitWorkgroupSize).
+  const auto wg_it = constants.find("WG");
+  const uint32_t whole_wg = wg_it == constants.end() ? 256 : (uint32_t)wg_it->second;
+  if (split) constants["WG"] = sampleSplitWorkgroupSize(whole_wg);
   for (uint32_t phase : split ? std::vector<uint32_t>{1, 2, 3, 4, 5} : std::vector<uint32_t>{0}) {
     if (!cpu_kernel) constants["PHASE"] = phase;
     auto k = ctx.kernel(cpu_kernel ? "sample_cpu" : "sample", constants);
@@ -251,6 +260,7 @@ Result<SampleOp> SampleOp::create(gpu::Context& ctx, bool cpu_kernel, bool split
   }
   if (split) {
     constants["PHASE"] = 0;
+    constants["WG"] = whole_wg;
     auto k = ctx.kernel("sample", constants);
     if (!k) return std::move(k).error();
     auto bg = ctx.bindGroup(**k, bind);

@@ -138,6 +138,11 @@ bool sampleSplit();
 // on GPUs with subgroups; CPU adapters keep 0 (sample_cpu.wgsl serves them, and its bit-exact test compares it with
 // sample.wgsl's workgroup-memory order). EWGPU_SAMPLE_SG=0 / 1 turns it off / on where the device has subgroups.
 uint32_t sampleSubgroupReduce(const DeviceInfo& d, uint32_t wg);
+// The workgroup size of the split step's phases (PHASE 1..5) for a sampler whose one dispatch (PHASE 0) has `wg`
+// threads: at most kSampleSplitWg. A phase's workgroup walks at most 2048 tokens, or the short candidate list, where
+// a workgroup per row walking the whole vocabulary wants every thread; on the H200 the split step took fewer GPU µs
+// at 512 than at 1024 and the one dispatch more (docs/sampling.md, "Cost"). EWGPU_SAMPLE_SPLIT_WG overrides it.
+uint32_t sampleSplitWorkgroupSize(uint32_t wg);
 
 // What a decode step's rows ask of the sampler, which picks its dispatches from it (SampleOp::record).
 enum class SampleBatch : uint8_t {
@@ -199,6 +204,7 @@ class SampleOp {
 };
 inline constexpr uint32_t kSampleChunk = 2048;   // sample.wgsl CHUNK
 inline constexpr uint32_t kSampleCap = 4096;     // sample.wgsl CAP
+inline constexpr uint32_t kSampleSplitWg = 512;  // sampleSplitWorkgroupSize's limit
 inline constexpr uint32_t kSampleBins = 512;     // sample.wgsl NB
 inline constexpr uint32_t kSampleCtrStride = 1 + 3 * kSampleBins;  // sample.wgsl CTR_STRIDE
 

@@ -835,11 +835,14 @@ void expectSamePicks(uint32_t V, uint32_t K, uint32_t seed) {
 // whole-vocabulary finish), a grammar mask with top-p, logit_bias with top-p and stop ids. Same tokens, finish
 // reasons, top-n ids, row state (survivor counts included), counts and processed logits; logprobs within 1e-5
 // (the split step adds its normalisers per chunk). The candidate counters show which rows took the list.
-void expectSplitMatchesWhole(uint32_t V, uint32_t K, uint32_t seed) {
-  SCOPED_TRACE("V=" + std::to_string(V));
+// whole_wg: the one dispatch's workgroup size, when not the production one (the split phases keep theirs).
+void expectSplitMatchesWhole(uint32_t V, uint32_t K, uint32_t seed, uint32_t whole_wg = 0) {
+  SCOPED_TRACE("V=" + std::to_string(V) + " whole WG=" + std::to_string(whole_wg));
   const uint32_t B = 9, W = sampleMaskWords(V);
   std::mt19937 rng(seed);
-  Rig whole = makeRig(B, V, K, true, {}, Sampler::kWhole);
+  gpu::Constants whole_c;
+  if (whole_wg > 0) whole_c["WG"] = whole_wg;
+  Rig whole = makeRig(B, V, K, true, whole_c, Sampler::kWhole);
   Rig split = makeRig(B, V, K, true, {}, Sampler::kSplit);
   ASSERT_TRUE(whole.op && split.op);
   ASSERT_TRUE(split.op->split());
@@ -981,6 +984,19 @@ TEST(SampleSplit, SameStepsAsOneDispatch) {
   if (repeatsSampleTest()) GTEST_SKIP() << "run by sample_test";
   expectSplitMatchesWhole(kSmallVocab, 3, 41);
   expectSplitMatchesWhole(kQwenVocab, 2, 42);
+}
+
+// The split phases run on at most kSampleSplitWg threads, the one dispatch on sampleWorkgroupSize's (1024 on large
+// GPUs): the picks do not depend on either. Here the one dispatch has four times the split phases' threads.
+TEST(SampleSplit, FewerThreadsThanTheOneDispatchSameSteps) {
+  if (repeatsSampleTest()) GTEST_SKIP() << "run by sample_test";
+  EXPECT_EQ(sampleSplitWorkgroupSize(1024), kSampleSplitWg);
+  EXPECT_EQ(sampleSplitWorkgroupSize(64), 64u);
+  const uint32_t split_wg = sampleSplitWorkgroupSize(sampleWorkgroupSize(sharedContext().info()));
+  const uint32_t whole_wg = 4 * split_wg;
+  if (whole_wg > sharedContext().info().max_compute_invocations_per_workgroup)
+    GTEST_SKIP() << "the device allows fewer than " << whole_wg << " threads";
+  expectSplitMatchesWhole(kSmallVocab, 3, 43, whole_wg);
 }
 
 // Only on CPU adapters, the only ones that run sample_cpu.wgsl: the bit-exact comparison relies on both kernels
