@@ -180,7 +180,7 @@ Result<std::pair<double, std::map<std::string, double>>> profileStep(LocalEngine
   rec.setTimer(timer->get());
   rec.setSplitPasses(true, repeat);
   // As the engine records these rows (Executor::submitDecode).
-  f.recordDecodeStep(rec, rows, sampling.temperature > 0 ? SampleBatch::kSampled : SampleBatch::kArgmax);
+  f.recordDecodeStep(rec, rows, sampleRowBatch(sp, (uint32_t)f.model().config.vocab));
   (*timer)->resolve(rec);
   EWGPU_TRY(rec.submit());
   EWGPU_TRY(e.ctx->finish());

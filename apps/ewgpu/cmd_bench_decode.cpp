@@ -19,9 +19,9 @@
 namespace ewgpu::cli {
 namespace {
 
-// What the benchmark's row asks of the sampler, as the executor decides it (no logprobs here).
-SampleBatch batchOf(const SamplingParams& p) {
-  return p.temperature > 0 ? SampleBatch::kSampled : SampleBatch::kArgmax;
+// What the benchmark's row asks of the sampler, as the executor decides it (sampleRowBatch).
+SampleBatch batchOf(const SamplingParams& p, const Forward& f) {
+  return sampleRowBatch(p, (uint32_t)f.model().config.vocab);
 }
 
 using Clock = std::chrono::steady_clock;
@@ -99,7 +99,7 @@ Result<DecodeRow> measure(LocalEngine& e, uint32_t k, uint32_t tokens, uint32_t 
   gpu::Recorder rec(*e.ctx, 0);
   rec.setTimer(timer->get());
   auto t0 = Clock::now();
-  for (uint32_t s = 0; s < k; ++s) e.forward->recordDecodeStep(rec, 0, batchOf(sampling), pos + s + 1);
+  for (uint32_t s = 0; s < k; ++s) e.forward->recordDecodeStep(rec, 0, batchOf(sampling, *e.forward), pos + s + 1);
   row.encode_ms_per_token = std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / k;
   (*timer)->resolve(rec);
   row.passes_per_token = (double)rec.stats().passes / k;
@@ -180,7 +180,7 @@ int runBenchDecode(const BenchFlags& f) {
   WeightTraffic wt = weightTraffic(c);
   // The dispatches of the steps timed: the sampler's (SampleBatch: two greedy, five sampled, in a one-row engine) and
   // the attention's variant at the prompt's end (one range per head up to Forward::attnShortPositions()).
-  const uint32_t dispatches = e.forward->decodeDispatches(batchOf(sampling), prompt_tokens + tokens);
+  const uint32_t dispatches = e.forward->decodeDispatches(batchOf(sampling, *e.forward), prompt_tokens + tokens);
   const double bw_floor_ms = wt.bytes_per_token / (s->floor.best_gbps * 1e6);
   const double dispatch_floor_ms = dispatches * s->floor.dispatch_in_pass_us / 1000;
   const double floor_ms = bw_floor_ms + dispatch_floor_ms;
@@ -218,7 +218,7 @@ int runBenchDecode(const BenchFlags& f) {
   if (f.profile)
     return profile(e, f.profile_repeat, "one decode step", {"attention", "gdn_recurrent"},
                    [&](gpu::Recorder& rec) {
-                     e.forward->recordDecodeStep(rec, 0, batchOf(sampling), prompt_tokens + maxk + 1);
+                     e.forward->recordDecodeStep(rec, 0, batchOf(sampling, *e.forward), prompt_tokens + maxk + 1);
                    });
   return 0;
 }

@@ -14,18 +14,21 @@
 // PHASE 0: the whole step in one dispatch, one workgroup per row (grid B). PHASE 1..5: the same step split so that
 // the full-vocabulary passes run on NW = ceil(V / CHUNK) workgroups per row (grid (NW, B)) and the one-workgroup
 // finish walks only a short candidate list (docs/sampling.md, "The split sampler"):
-//   1: penalties, bias and mask of the chunk in place; chunk argmax; chunk top-k threshold.
+//   1: penalties, bias and mask of the chunk in place; chunk argmax; chunk top-k threshold; with early_k, the chunk's
+//      tokens at or above it appended to the row's list (phases 2 and 3 then skip the row).
 //   2: chunk sums of exp at temperature T and 1; the chunk's mass histogram over s = (l - m) / T, added into the
 //      row's histogram (ctr); the chunk's best Gumbel score (temperature alone).
-//   3: the candidates appended to the row's list: key >= the largest chunk top-k threshold (top-k, a superset of
-//      the survivors), or (top-p alone) s in the bins [jlo, jstar] that may hold the cut: jstar is the first bin
-//      whose cumulative mass reaches (top_p + margin) Z, jlo the first that may reach (top_p - margin) Z. Tokens in
-//      bins above jlo survive for certain: the chunk adds their exact fixed-point mass, their count and their best
-//      Gumbel score instead of listing them; it also adds its exact mass total.
+//   3: the candidates appended to the row's list: key >= the largest chunk top-k threshold (top-k rows that are not
+//      early_k: a superset of the survivors), or (top-p alone) s in the bins [jlo, jstar] that may hold the cut:
+//      jstar is the first bin whose cumulative mass reaches (top_p + margin) Z, jlo the first that may reach
+//      (top_p - margin) Z. Tokens in bins above jlo survive for certain: the chunk adds their exact fixed-point mass,
+//      their count and their best Gumbel score instead of listing them; it also adds its exact mass total.
 //   4 (grid B): greedy, temperature alone, or the exact radix selects and draw over the candidates (top-p alone:
 //      the select starts from the mass above the list, and the draw is the better of the list's and the chunks').
 //   5 (grid B): the rows phase 4 leaves, over the whole vocabulary as phase 0 (penalties not re-applied): more
 //      candidates than CAP, or top-n logprobs (those rows skip phases 1-3 and are done whole here).
+//   6 (grid B): phase 4 that also finishes the rows it would leave to phase 5, in one pipeline with the list's code
+//      (slower over the whole vocabulary): for batches whose rows rarely overflow (SampleBatch::kSampledTopK).
 
 //#enable subgroups
 
@@ -37,12 +40,14 @@ override WG: u32 = 256u;            // threads per workgroup (a multiple of 16; 
 override HIST_COPIES: u32 = 8u;     // private histogram copies (fewer same-address atomics); at least 2
 override WRITE_STATS: bool = false;  // tests: rows[b*8+7] = number of tokens that survived top-k/top-p
 override UNROLL: u32 = 8u;          // logits each invocation loads at once in the full-row loops (1..UMAX)
-override PHASE: u32 = 0u;           // 0: one dispatch; 1..5: the split step (header)
+override PHASE: u32 = 0u;           // 0: one dispatch; 1..5: the split step; 6: phases 4 and 5 in one (header)
 override CHUNK: u32 = 2048u;        // split: tokens per workgroup (a multiple of 32)
 override NW: u32 = 1u;              // split: workgroups per row, ceil(V / CHUNK)
 override CAP: u32 = 4096u;          // split: candidates per row
 override SG: u32 = 0u;              // workgroup reductions by subgroup shuffles over SG neighbouring invocations
                                     // (a power of two, at most the subgroup size; 0: through workgroup memory)
+override EARLY_K: bool = true;      // split: phase 1 lists a top-k row's candidates (early_k), so phases 2 and 3
+                                    // have nothing to do for it (false: phase 3 lists them, for A/B runs)
 
 @group(0) @binding(0) var<storage, read_write> logits: array<f32>;  // [B, V]
 @group(0) @binding(1) var<storage, read> params: array<u32>;        // [B, 64]
@@ -150,7 +155,7 @@ fn load_row(i: u32) -> array<f32, UMAX> {
 
 // Token id of domain element j.
 fn dom_id(j: u32) -> u32 {
-  if (PHASE == 4u && g_cand) {  // a constant false outside phase 4, so the other pipelines keep plain loops
+  if ((PHASE == 4u || PHASE == 6u) && g_cand) {  // a constant false outside phases 4 and 6: plain loops elsewhere
     return scratch[g_cbase + j];
   }
   return g_lo + j;
@@ -166,7 +171,8 @@ const MASS_ONE = 1048576.0;  // histogram masses: floor(exp(s) * 2^20), so a bin
 const TOP_P_MARGIN = 5e-4;   // the list's bins: from the first whose mass might reach (top_p - margin) * Z to the
                              // first whose mass surely reaches (top_p + margin) * Z
 const BIN_GROUP = 16u;       // phase 3 scans the bins' totals in groups of 16, then inside the two groups it needs
-const CTR_STRIDE = 1u + 3u * NB;
+const CTR_STRIDE = 2u + 3u * NB;
+const CTR_EARLY = 1u + 3u * NB;  // the word after the histogram: phase 1's appends to an early_k row's list
 fn off_gum() -> u32 { return NW * 4u; }
 fn off_z() -> u32 { return NW * 6u; }
 fn off_q() -> u32 { return NW * 8u; }
@@ -175,6 +181,15 @@ fn off_c() -> u32 { return NW * 10u + 1u; }
 fn srow() -> u32 { return off_c() + CAP; }
 // Phase 2's private copies of the (counts, masses) histogram in `hist`.
 fn hist_copies() -> u32 { return max(NBINS * HIST_COPIES / (2u * NB), 1u); }
+
+// A top-k row whose candidates phase 1 lists: each chunk appends its tokens with keys at or above its own k-th
+// largest (the row's k-th largest key is at least every chunk's, so the list holds every survivor), at most
+// top_k * NW of them without ties, so the list fits CAP. Phases 2 and 3 then have nothing to do for the row unless
+// it wants a logprob (phase 2's Z1); a batch of such rows skips both dispatches (SampleBatch::kSampledTopK). A
+// grammar row keeps phase 3's tighter list: a chunk with fewer than k allowed tokens would list all of them.
+fn early_k(use_k: bool, top_k: u32, masked: bool) -> bool {
+  return EARLY_K && use_k && !masked && top_k * NW <= CAP;
+}
 
 fn bin_of(s: f32) -> u32 {
   let d = -s * BIN_SCALE;
@@ -793,6 +808,9 @@ fn prepass(b: u32, c: u32, p: array<u32, 72>, row: array<u32, 8>, tid: u32) {
       scratch[sb + 4u * c + 2u] = kth;
       scratch[sb + 4u * c + 3u] = 0u;
     }
+    if (early_k(use_k, top_k, p[P_MASK] != 0u)) {
+      append_cands(b, CTR_EARLY, true, kth, 0u, NB, tid);
+    }
     return;
   }
 
@@ -867,7 +885,7 @@ fn prepass(b: u32, c: u32, p: array<u32, 72>, row: array<u32, 8>, tid: u32) {
 
   // PHASE 3: the candidates (temperature alone takes no list). Each workgroup counts its own, reserves a range of
   // the row's list with one global atomic and writes them there: one atomic per chunk, not per token.
-  if (alone || greedy) {
+  if (alone || greedy || early_k(use_k, top_k, p[P_MASK] != 0u)) {  // early_k: phase 1 listed them
     return;
   }
   var t0 = 0u;       // top-k: candidates have key >= t0
@@ -1020,6 +1038,15 @@ fn prepass(b: u32, c: u32, p: array<u32, 72>, row: array<u32, 8>, tid: u32) {
       return;
     }
   }
+  append_cands(b, 0u, use_k, t0, jlo, jstar, tid);
+}
+
+// The chunk's tokens that take_cand keeps, appended to the row's candidate list (scratch from off_c()) and counted in
+// ctr[b * CTR_STRIDE + word]: the chunk counts its own in workgroup memory, reserves its range of the list with one
+// global atomic and writes them there (one atomic per chunk, not per token). Past CAP nothing is written; the count
+// still grows, which sends the row to phase 5.
+fn append_cands(b: u32, word: u32, use_k: bool, t0: u32, jlo: u32, jstar: u32, tid: u32) {
+  let sb = b * srow();
   if (tid == 0u) {
     atomicStore(&n_above, 0u);
   }
@@ -1035,7 +1062,7 @@ fn prepass(b: u32, c: u32, p: array<u32, 72>, row: array<u32, 8>, tid: u32) {
   workgroupBarrier();
   if (tid == 0u) {
     let mine = atomicLoad(&n_above);
-    wg_scalar = select(atomicAdd(&ctr[b * CTR_STRIDE], mine), CAP, mine == 0u);
+    wg_scalar = select(atomicAdd(&ctr[b * CTR_STRIDE + word], mine), CAP, mine == 0u);
     atomicStore(&n_above, 0u);
   }
   let base = workgroupUniformLoad(&wg_scalar);
@@ -1124,15 +1151,27 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   // The split step's finish is two pipelines: phase 4 the rows whose list holds their survivors (and greedy and
   // temperature-alone rows), phase 5 the others over the whole vocabulary (top-n logprobs, a list past CAP), in
   // a pipeline without the list's code, so its full-row loops run as in phase 0.
+  var n_list = 0u;  // the candidate list's length (top-k / top-p rows)
+  var fallback = false;  // phases 5 and 6: the row is done over the whole vocabulary
   if (PHASE >= 4u) {
-    var fallback = n_top > 0u;
+    fallback = n_top > 0u;
     if (!fallback && (use_k || use_top_p)) {
       if (tid == 0u) {
-        wg_scalar = atomicLoad(&ctr[b * CTR_STRIDE]);
+        var n = atomicLoad(&ctr[b * CTR_STRIDE]);
+        // Phase 1 counted an early_k row's list in its own word, which phase 1's chunks cannot zero before they
+        // append: phase 4 moves the length to word 0 (phase 5 and the tests read it there) and zeroes it for the
+        // next step. The word starts at zero, and steps without phase 4 (the one dispatch) do not touch it.
+        if ((PHASE == 4u || PHASE == 6u) && early_k(use_k, top_k, masked)) {
+          n = atomicLoad(&ctr[b * CTR_STRIDE + CTR_EARLY]);
+          atomicStore(&ctr[b * CTR_STRIDE + CTR_EARLY], 0u);
+          atomicStore(&ctr[b * CTR_STRIDE], n);
+        }
+        wg_scalar = n;
       }
-      fallback = workgroupUniformLoad(&wg_scalar) > CAP;
+      n_list = workgroupUniformLoad(&wg_scalar);
+      fallback = n_list > CAP;
     }
-    if ((PHASE == 5u) != fallback) {
+    if (PHASE != 6u && (PHASE == 5u) != fallback) {
       return;
     }
   }
@@ -1167,16 +1206,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   // overflowed; the normalisers come from the chunks where the list does not hold every token they sum.
   var alone = false;
   var above_list = false;  // top-p alone over a list: the tokens above it survive (phase 3's mass and best draw)
-  var split_z = PHASE == 4u && greedy;  // Z (top-p alone) and Z1 (logprobs) from the chunk sums
-  if (PHASE == 4u && !greedy && n_top == 0u) {
+  let listed = (PHASE == 4u || PHASE == 6u) && !fallback;  // phase 4's work, not phase 5's
+  var split_z = listed && greedy;  // Z (top-p alone) and Z1 (logprobs) from the chunk sums
+  if (listed && !greedy && n_top == 0u) {
     if (!use_k && !use_top_p) {
       alone = true;
       split_z = true;
     } else {
-      if (tid == 0u) {
-        wg_scalar = atomicLoad(&ctr[b * CTR_STRIDE]);
-      }
-      let n = workgroupUniformLoad(&wg_scalar);
+      let n = n_list;
       if (n <= CAP) {
         g_cand = true;
         g_n = n;
@@ -1208,7 +1245,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   if (use_top_p || want_lp) {
     var zs = 0.0;
     var z1 = 0.0;
-    if (split_z) {
+    if (split_z && (want_lp || !use_k)) {  // top-k sums Z over its list below; Z1 only for a logprob
       let z = zsum(sb, tid);
       zs = z.x;
       z1 = z.y;

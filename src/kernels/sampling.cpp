@@ -239,6 +239,7 @@ Result<SampleOp> SampleOp::create(gpu::Context& ctx, bool cpu_kernel, bool split
     constants["NW"] = op.chunks_;
     constants["CHUNK"] = kSampleChunk;
     constants["CAP"] = kSampleCap;
+    if (!constants.count("EARLY_K")) constants["EARLY_K"] = sampleEarlyTopK() ? 1 : 0;
     if (!constants.count("SG")) {
       const auto wg = constants.find("WG");
       constants["SG"] = sampleSubgroupReduce(ctx.info(), wg == constants.end() ? 256 : (uint32_t)wg->second);
@@ -250,7 +251,7 @@ Result<SampleOp> SampleOp::create(gpu::Context& ctx, bool cpu_kernel, bool split
   const auto wg_it = constants.find("WG");
   const uint32_t whole_wg = wg_it == constants.end() ? 256 : (uint32_t)wg_it->second;
   if (split) constants["WG"] = sampleSplitWorkgroupSize(whole_wg);
-  for (uint32_t phase : split ? std::vector<uint32_t>{1, 2, 3, 4, 5} : std::vector<uint32_t>{0}) {
+  for (uint32_t phase : split ? std::vector<uint32_t>{1, 2, 3, 4, 5, 6} : std::vector<uint32_t>{0}) {
     if (!cpu_kernel) constants["PHASE"] = phase;
     auto k = ctx.kernel(cpu_kernel ? "sample_cpu" : "sample", constants);
     if (!k) return std::move(k).error();
@@ -289,18 +290,52 @@ uint32_t sampleSampledSplitRows() {
   return kSampleSampledSplitRows;
 }
 
+bool sampleEarlyTopK() {
+  const char* e = std::getenv("EWGPU_SAMPLE_EARLY_TOPK");
+  return !(e && std::string(e) == "0");
+}
+
+bool sampleTopKPhase6() {
+  const char* e = std::getenv("EWGPU_SAMPLE_TOPK_PHASE6");
+  return e && std::string(e) == "1";
+}
+
+SampleBatch sampleRowBatch(const SamplingParams& p, uint32_t vocab) {
+  const bool lp = p.logprobs || p.n_logprobs > 0;
+  if (!(p.temperature > 0)) return lp ? SampleBatch::kGreedy : SampleBatch::kArgmax;
+  const uint64_t chunks = (vocab + kSampleChunk - 1) / kSampleChunk;
+  const bool early = p.top_k > 0 && p.top_k < vocab && (uint64_t)p.top_k * chunks <= kSampleCap;
+  return early && !lp && !p.token_mask && sampleEarlyTopK() ? SampleBatch::kSampledTopK : SampleBatch::kSampled;
+}
+
+SampleBatch sampleBatchJoin(SampleBatch a, SampleBatch b) {
+  if (a == b) return a;
+  if (a == SampleBatch::kArgmax) return b;
+  if (b == SampleBatch::kArgmax) return a;
+  // kSampled with anything, or kGreedy (a logprob: phase 2's Z1) with kSampledTopK.
+  return SampleBatch::kSampled;
+}
+
 namespace {
 
 // The split phases a batch runs (indices into the five steps), or none for the one dispatch.
-std::span<const size_t> splitPhases(SampleBatch batch, uint32_t rows, uint32_t argmax_rows, uint32_t sampled_rows) {
+std::span<const size_t> splitPhases(SampleBatch batch, uint32_t rows, uint32_t argmax_rows, uint32_t sampled_rows,
+                                    bool topk_phase6) {
   static constexpr size_t kAll[] = {0, 1, 2, 3, 4};
   // Phase 1 applies a chunk's penalties, bias and mask and writes its max; phase 4 finishes a greedy row from those
   // maxima. Phases 2 and 3 do nothing for a greedy row without a logprob, and phase 5 only takes rows with top-n
   // logprobs or a candidate list past CAP.
   static constexpr size_t kArgmaxPhases[] = {0, 3};
+  // Phase 1 lists a top-k row's candidates (sampleRowBatch's kSampledTopK), so phases 2 and 3 have nothing to do;
+  // phase 6 is phases 4 and 5 in one dispatch (sampleTopKPhase6).
+  static constexpr size_t kTopKPhases[] = {0, 3, 4};
+  static constexpr size_t kTopKPhase6[] = {0, 5};
   switch (batch) {
     case SampleBatch::kSampled:
       if (rows <= sampled_rows) return kAll;
+      return {};
+    case SampleBatch::kSampledTopK:
+      if (rows <= sampled_rows) return topk_phase6 ? std::span<const size_t>(kTopKPhase6) : kTopKPhases;
       return {};
     case SampleBatch::kGreedy:
       return {};
@@ -315,13 +350,14 @@ std::span<const size_t> splitPhases(SampleBatch batch, uint32_t rows, uint32_t a
 
 uint32_t SampleOp::dispatches(uint32_t rows, SampleBatch batch) const {
   if (!split()) return (uint32_t)steps_.size();
-  const size_t n = splitPhases(batch, rows, argmax_rows_, sampled_rows_).size();
+  const size_t n = splitPhases(batch, rows, argmax_rows_, sampled_rows_, topk_phase6_).size();
   return n == 0 ? 1 : (uint32_t)n;
 }
 
 void SampleOp::record(gpu::Recorder& rec, uint32_t rows, SampleBatch batch) const {
   static constexpr size_t kOnly[] = {0};  // an op without the split step: its one kernel
-  const std::span<const size_t> phases = split() ? splitPhases(batch, rows, argmax_rows_, sampled_rows_) : kOnly;
+  const std::span<const size_t> phases =
+      split() ? splitPhases(batch, rows, argmax_rows_, sampled_rows_, topk_phase6_) : kOnly;
   if (phases.empty()) {
     rec.dispatch(*whole_.kernel, whole_.bg, rows);
     return;

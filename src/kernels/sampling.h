@@ -152,7 +152,23 @@ enum class SampleBatch : uint8_t {
   kArgmax,   // every active row greedy without logprobs: phases 1 and 4 where the split step exists and the batch
              // has at most SampleOp::argmaxSplitRows() rows (the chunks' maxima over ceil(V / 2048) workgroups per
              // row, then each row's finish), else the one dispatch
+  kSampledTopK,  // some row samples, every sampling row with a top-k whose list phase 1 writes (sampleRowBatch), no
+                 // row wants logprobs: phases 1, 4 and 5 (or 1 and 6: SampleOp::topKPhase6) where kSampled takes the
+                 // five phases, else the one dispatch
 };
+
+// What one row asks of the sampler at this vocabulary (the executor joins its active rows' with sampleBatchJoin):
+// kArgmax greedy without logprobs, kGreedy greedy with them, kSampledTopK a sampled row with 0 < top_k < vocab,
+// top_k × ceil(vocab / kSampleChunk) <= kSampleCap, no logprobs and no grammar mask (sample.wgsl's early_k: phase 1
+// lists its candidates, so phases 2 and 3 have nothing to do for it), kSampled any other sampled row.
+// EWGPU_SAMPLE_EARLY_TOPK=0 turns kSampledTopK and the kernel's early list off (A/B runs).
+SampleBatch sampleRowBatch(const SamplingParams& p, uint32_t vocab);
+// The batch of rows asking a and b: the dispatches serving both.
+SampleBatch sampleBatchJoin(SampleBatch a, SampleBatch b);
+bool sampleEarlyTopK();
+// kSampledTopK's finish: phase 6 (phase 4 that also does phase 5's rows, over the whole vocabulary in the list
+// pipeline) instead of phases 4 and 5. EWGPU_SAMPLE_TOPK_PHASE6=1 (A/B runs).
+bool sampleTopKPhase6();
 
 // SampleOp::argmaxSplitRows()'s default: the most rows whose greedy batch takes phases 1 and 4. Phase 1 runs
 // ceil(V / 2048) workgroups of up to 1024 invocations per row, which one wave of a large GPU holds for a few rows
@@ -184,9 +200,12 @@ class SampleOp {
   void setArgmaxSplitRows(uint32_t rows) { argmax_rows_ = rows; }
   uint32_t sampledSplitRows() const { return sampled_rows_; }
   void setSampledSplitRows(uint32_t rows) { sampled_rows_ = rows; }
+  bool topKPhase6() const { return topk_phase6_; }
+  void setTopKPhase6(bool on) { topk_phase6_ = on; }
   bool split() const { return steps_.size() > 1; }
   // split: u32 [rows, kSampleCtrStride]; word 0 of each row is the last step's list length (past kSampleCap: the
-  // row took the whole-vocabulary finish), then the row's top-p mass histogram.
+  // row took the whole-vocabulary finish), then the row's top-p mass histogram, then phase 1's count of an early
+  // top-k list (zero between steps).
   const gpu::Buffer& candidates() const { return ctr_; }
 
  private:
@@ -200,13 +219,14 @@ class SampleOp {
   uint32_t chunks_ = 1;
   uint32_t argmax_rows_ = sampleArgmaxSplitRows();
   uint32_t sampled_rows_ = sampleSampledSplitRows();
+  bool topk_phase6_ = sampleTopKPhase6();
   gpu::Buffer scratch_, ctr_;
 };
 inline constexpr uint32_t kSampleChunk = 2048;   // sample.wgsl CHUNK
 inline constexpr uint32_t kSampleCap = 4096;     // sample.wgsl CAP
 inline constexpr uint32_t kSampleSplitWg = 512;  // sampleSplitWorkgroupSize's limit
 inline constexpr uint32_t kSampleBins = 512;     // sample.wgsl NB
-inline constexpr uint32_t kSampleCtrStride = 1 + 3 * kSampleBins;  // sample.wgsl CTR_STRIDE
+inline constexpr uint32_t kSampleCtrStride = 2 + 3 * kSampleBins;  // sample.wgsl CTR_STRIDE
 
 // Exposed for tests: the order-preserving key of a float, and the Exp(1) draw of token i at (seed, generated).
 uint32_t sampleOrderKey(float x);

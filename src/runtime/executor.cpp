@@ -391,9 +391,10 @@ Status Executor::issueDecode(uint32_t need) {
     rows_[r].lane = (int)hole;
   }
   const uint64_t RW = Forward::kRowWords * 4;
-  // What the lanes ask of the sampler (SampleBatch): the split step if one samples; greedy lanes wanting no
-  // logprobs, the chunks' argmax; greedy lanes with logprobs, the one dispatch.
-  bool sampled = false, logprobs = false;
+  // What the lanes ask of the sampler (SampleBatch, joined over the lanes by sampleBatchJoin): the split step if one
+  // samples (without phases 2 and 3 where every sampling lane is a top-k that phase 1 lists); greedy lanes wanting
+  // no logprobs, the chunks' argmax; greedy lanes with logprobs, the one dispatch.
+  SampleBatch batch = SampleBatch::kArgmax;
   for (uint32_t l = 0; l < A; ++l) {
     Row& row = rows_[lane_row_[l]];
     // A grammar row takes part only when its last token is back (it was paused by the sampler after it): its next
@@ -401,8 +402,7 @@ Status Executor::issueDecode(uint32_t need) {
     // submission's output for its lane is not its own (kNotOurs).
     const bool grammar_step = row.matcher && row.used && row.decoding && !row.grammar_busy;
     f.lane_rows.push_back((uint32_t)lane_row_[l]);
-    sampled = sampled || row.req.sampling.temperature > 0;
-    logprobs = logprobs || row.req.sampling.logprobs || row.req.sampling.n_logprobs > 0;
+    batch = sampleBatchJoin(batch, sampleRowBatch(row.req.sampling, (uint32_t)fwd_.model().config.vocab));
     f.lane_gens.push_back(row.matcher && !grammar_step ? kNotOurs : row.gen);
     bool moved = false;
     uint32_t from_lane = l;
@@ -446,7 +446,6 @@ Status Executor::issueDecode(uint32_t need) {
     const Row& row = rows_[lane_row_[l]];
     pos_bound = std::max<uint32_t>(pos_bound, (uint32_t)row.req.prompt.size() + row.sampled + in_flight_steps + 1);
   }
-  const SampleBatch batch = sampled ? SampleBatch::kSampled : logprobs ? SampleBatch::kGreedy : SampleBatch::kArgmax;
   for (uint32_t k = 0; k < need; ++k) fwd_.recordDecodeStep(rec, A, batch, pos_bound + k);
   rb.record(rec, fwd_.out(), 0, (uint64_t)A * fwd_.options().max_steps * Forward::kOutWords * 4);
   EWGPU_TRY(rec.submit());

@@ -33,6 +33,7 @@ using RowState = std::array<uint32_t, kSampleRowWords>;
 
 constexpr uint32_t kQwenVocab = 151936;
 constexpr uint32_t kSmallVocab = 1003;  // odd, not a multiple of the workgroup
+constexpr uint32_t kEarlyWord = 1 + 3 * kSampleBins;  // sample.wgsl CTR_EARLY: phase 1's count of an early top-k list
 constexpr uint32_t kKmax = 8;           // out ring steps of every test specialisation (SwiftShader compiles
                                         // each specialisation for seconds: the tests share a few)
 
@@ -690,6 +691,9 @@ TEST(SampleKernel, ReportsDispatchCost) {
   settings[5].p.top_p = 0.8f, settings[5].p.top_k = 20, settings[5].peaked = true;
   settings[6].name = "T 0.6, top_p 0.95, sigma 1", settings[6].p.temperature = 0.6f, settings[6].p.top_p = 0.95f;
   settings[6].wide = true;
+  // As the executor records a one-row batch (sampleRowBatch: top-k 20 takes phases 1, 4 and 5), except the greedy
+  // row with logprobs' one dispatch, here without them.
+  for (size_t i = 0; i + 1 < settings.size(); ++i) settings[i].batch = sampleRowBatch(settings[i].p, V);
   auto timer = gpu::Timer::create(sharedContext());
   ASSERT_TRUE(timer.ok());
   for (auto& s : settings) {
@@ -900,6 +904,8 @@ void expectSplitMatchesWhole(uint32_t V, uint32_t K, uint32_t seed, uint32_t who
   if (V > 4 * kSampleCap) {
     EXPECT_GT(rows_s[4 * kSampleRowWords + 7], 4 * kSampleCap);
   }
+  // Row 2 (top-k 40) had its list written by phase 1, whose counter phase 4 leaves at zero between steps.
+  for (uint32_t b = 0; b < B; ++b) EXPECT_EQ(ctr[size_t(b) * kSampleCtrStride + kEarlyWord], 0u) << "row " << b;
 }
 
 // sample.wgsl's reductions by subgroup shuffles in this run's rigs (sampleSubgroupReduce).
@@ -972,6 +978,107 @@ void expectArgmaxMatchesWhole(uint32_t V, uint32_t K, uint32_t seed) {
   EXPECT_FALSE(outAt(out_s, split, 3, 1).active);
   EXPECT_EQ(outAt(out_s, split, 4, 1).finish, SampleFinish::kLength);
   EXPECT_FALSE(outAt(out_s, split, 5, 0).active);
+}
+
+// A batch whose sampling rows are all top-k without logprobs (SampleBatch::kSampledTopK) takes phases 1, 4 and 5:
+// phase 1 lists each chunk's tokens at or above its own k-th key (sample.wgsl's early_k). Against the one dispatch,
+// K steps of: greedy; the model card's T 0.7 / top-p 0.8 / top-k 20; top-k 50 with every penalty; a top-k whose
+// logit_bias picks a stop id (finished at step 0); max_tokens 2; an inactive row; and a top-k over equal logits, where
+// every chunk lists all of its tokens (ties at its k-th key): past CAP at the Qwen vocabulary, so the row takes the
+// whole-vocabulary finish (phase 5's, or phase 6's with `phase6`: phases 4 and 5 in one dispatch). Same tokens,
+// finish reasons, row state (survivor counts included), counts and processed logits; the early counters are zero
+// after the steps.
+void expectTopKBatchMatchesWhole(uint32_t V, uint32_t K, uint32_t seed, bool phase6) {
+  SCOPED_TRACE("V=" + std::to_string(V) + (phase6 ? " phase 6" : " phases 4, 5"));
+  const uint32_t B = 7;
+  std::mt19937 rng(seed);
+  Rig whole = makeRig(B, V, K, true, {}, Sampler::kWhole);
+  Rig split = makeRig(B, V, K, true, {}, Sampler::kSplit);
+  ASSERT_TRUE(whole.op && split.op);
+  ASSERT_TRUE(split.op->split());
+  split.op->setSampledSplitRows(B);
+  split.batch = SampleBatch::kSampledTopK;
+  split.op->setTopKPhase6(phase6);
+  EXPECT_EQ(split.op->dispatches(B, SampleBatch::kSampledTopK), phase6 ? 2u : 3u);
+  EXPECT_EQ(split.op->dispatches(B + 1, SampleBatch::kSampledTopK), 1u);
+  std::vector<float> logits = randomLogits(rng, size_t(K) * B * V, 2.0f);
+  for (uint32_t k = 0; k < K; ++k)
+    for (uint32_t i = 0; i < V; ++i) logits[(size_t(k) * B + 6) * V + i] = 1.5f;  // row 6: every logit equal
+  std::vector<uint32_t> counts(size_t(B) * V, 0);
+  for (uint32_t i = 2 * V; i < 3 * V; ++i) {  // row 2's slot: a prompt and some generated tokens
+    const uint32_t roll = rng() % 6;
+    if (roll == 0) counts[i] = kCountPromptBit;
+    if (roll == 1) counts[i] = 1 + rng() % 4;
+  }
+  const std::vector<uint32_t> mask(size_t(B) * sampleMaskWords(V), 0);
+  std::vector<SamplingParams> p(B);
+  p[0].temperature = 0;
+  p[1].temperature = 0.7f, p[1].top_p = 0.8f, p[1].top_k = 20, p[1].seed = rng();
+  p[2].temperature = 1.0f, p[2].top_k = 50, p[2].repetition_penalty = 1.3f, p[2].presence_penalty = 0.5f;
+  p[2].frequency_penalty = 0.4f, p[2].seed = rng();
+  p[3].temperature = 0.9f, p[3].top_k = 5, p[3].logit_bias = {{7, 100.0f}}, p[3].stop_token_ids = {7};
+  p[3].seed = rng();
+  p[4].temperature = 0.8f, p[4].top_k = 40, p[4].top_p = 0.9f, p[4].max_tokens = 2, p[4].seed = rng();
+  p[5].temperature = 1.0f, p[5].top_k = 20;
+  p[6].temperature = 1.0f, p[6].top_k = 30, p[6].seed = rng();
+  SampleBatch joined = SampleBatch::kArgmax;
+  for (const SamplingParams& q : p) joined = sampleBatchJoin(joined, sampleRowBatch(q, V));
+  EXPECT_EQ(joined, SampleBatch::kSampledTopK);
+  std::vector<RowState> rows;
+  for (uint32_t b = 0; b < B; ++b) rows.push_back(freshRow(b, 2 * b));
+  rows[5][kRowActive] = 0;
+  runBoth(whole, split, logits, counts, mask, p, rows, K);
+  const std::vector<uint32_t> out_s = expectSameSteps(whole, split, K);
+  EXPECT_EQ(outAt(out_s, split, 3, 0).token, 7);
+  EXPECT_EQ(outAt(out_s, split, 3, 0).finish, SampleFinish::kStop);
+  EXPECT_EQ(outAt(out_s, split, 4, 1).finish, SampleFinish::kLength);
+  EXPECT_FALSE(outAt(out_s, split, 5, 0).active);
+  // The last step's lists: each chunk's k tokens at least (every chunk holds more than k); row 6's ties listed every
+  // token, past CAP at the Qwen vocabulary.
+  const uint32_t chunks = (V + kSampleChunk - 1) / kSampleChunk;
+  const auto ctr = readWords(sharedContext(), split.op->candidates(), size_t(B) * kSampleCtrStride);
+  EXPECT_GE(ctr[1 * kSampleCtrStride], 20u * chunks);
+  EXPECT_LE(ctr[1 * kSampleCtrStride], kSampleCap);
+  EXPECT_GE(ctr[2 * kSampleCtrStride], 50u * chunks);
+  EXPECT_EQ(ctr[6 * kSampleCtrStride], V);
+  for (uint32_t b = 0; b < B; ++b) EXPECT_EQ(ctr[size_t(b) * kSampleCtrStride + kEarlyWord], 0u) << "row " << b;
+}
+
+TEST(SampleSplit, TopKBatchSameStepsAsOneDispatch) {
+  if (repeatsSampleTest()) GTEST_SKIP() << "run by sample_test";
+  expectTopKBatchMatchesWhole(kSmallVocab, 3, 61, false);
+  expectTopKBatchMatchesWhole(kQwenVocab, 2, 62, false);
+  expectTopKBatchMatchesWhole(kSmallVocab, 3, 63, true);
+  expectTopKBatchMatchesWhole(kQwenVocab, 2, 64, true);
+}
+
+// What a row asks of the sampler, and a batch of rows (the executor's join).
+TEST(SampleSplit, RowBatchAndJoin) {
+  const uint32_t V = kQwenVocab;  // 75 chunks: an early top-k is at most 4096 / 75 = 54
+  SamplingParams greedy, greedy_lp, topk, topk_lp, topk_big, topk_mask, topp, temp;
+  greedy.temperature = 0;
+  greedy_lp.temperature = 0, greedy_lp.logprobs = true;
+  topk.top_k = 20;
+  topk_lp.top_k = 20, topk_lp.n_logprobs = 3, topk_lp.logprobs = true;
+  topk_big.top_k = 55;
+  topk_mask.top_k = 20, topk_mask.token_mask = true;
+  topp.top_p = 0.9f;
+  EXPECT_EQ(sampleRowBatch(greedy, V), SampleBatch::kArgmax);
+  EXPECT_EQ(sampleRowBatch(greedy_lp, V), SampleBatch::kGreedy);
+  EXPECT_EQ(sampleRowBatch(topk, V), SampleBatch::kSampledTopK);
+  EXPECT_EQ(sampleRowBatch(topk, 1003), SampleBatch::kSampledTopK);
+  EXPECT_EQ(sampleRowBatch(topk_lp, V), SampleBatch::kSampled);
+  EXPECT_EQ(sampleRowBatch(topk_big, V), SampleBatch::kSampled);
+  EXPECT_EQ(sampleRowBatch(topk_big, 100000), SampleBatch::kSampledTopK);  // 49 chunks
+  EXPECT_EQ(sampleRowBatch(topk_mask, V), SampleBatch::kSampled);
+  EXPECT_EQ(sampleRowBatch(topp, V), SampleBatch::kSampled);
+  EXPECT_EQ(sampleRowBatch(temp, V), SampleBatch::kSampled);
+  EXPECT_EQ(sampleBatchJoin(SampleBatch::kArgmax, SampleBatch::kSampledTopK), SampleBatch::kSampledTopK);
+  EXPECT_EQ(sampleBatchJoin(SampleBatch::kSampledTopK, SampleBatch::kArgmax), SampleBatch::kSampledTopK);
+  EXPECT_EQ(sampleBatchJoin(SampleBatch::kGreedy, SampleBatch::kSampledTopK), SampleBatch::kSampled);
+  EXPECT_EQ(sampleBatchJoin(SampleBatch::kSampled, SampleBatch::kSampledTopK), SampleBatch::kSampled);
+  EXPECT_EQ(sampleBatchJoin(SampleBatch::kArgmax, SampleBatch::kGreedy), SampleBatch::kGreedy);
+  EXPECT_EQ(sampleBatchJoin(SampleBatch::kArgmax, SampleBatch::kArgmax), SampleBatch::kArgmax);
 }
 
 TEST(SampleSplit, ArgmaxBatchSameStepsAsOneDispatch) {

@@ -275,6 +275,47 @@ TEST(BatchF16Kv, BatchesAndReusesPrefixes) {
   EXPECT_EQ(with[0].tokens, without[0].tokens) << "second turn";
 }
 
+// Seeded sampling is a function of the row's logits, seed and count of generated tokens, so a sampled sequence's
+// tokens in a batch equal its tokens alone. Five requests in the three-row Forward (two join as rows free up): top-k
+// rows with and without top-p (on GPUs a batch of them and greedy rows takes the split sampler's phases 1, 4 and 5,
+// SampleBatch::kSampledTopK: phase 1 lists each row's candidates) and a greedy one; then one with top-p alone joins
+// the top-k rows (the five phases). Each equals itself alone, and the sampled ones are not all greedy's tokens.
+TEST(BatchSampled, TopKRowsMatchThemselvesAlone) {
+  Model& m = model("llama");
+  const int vocab = m.gpu->config.vocab;
+  auto fwd = forward(m, 3);
+  ASSERT_TRUE(fwd);
+  auto request = [&](uint32_t i) {
+    GenerationRequest req = greedy(prompt(i, vocab), 6);
+    if (i != 3) {
+      req.sampling.temperature = 1.0f;
+      req.sampling.top_k = 4 + 3 * i;
+      req.sampling.top_p = i % 2 ? 0.9f : 1.0f;
+      if (i == 5) req.sampling.top_k = 0, req.sampling.top_p = 0.95f;  // top-p alone
+      req.sampling.seed = 1000 + i;
+    }
+    return req;
+  };
+  std::vector<std::vector<int32_t>> alone, as_greedy;
+  for (uint32_t i = 0; i < 6; ++i) {
+    Generator gen(gpuContext(), *fwd, &m.tok, kMaxSteps);
+    alone.push_back(runAll(gen, {request(i)})[0].tokens);
+    as_greedy.push_back(runAll(gen, {greedy(prompt(i, vocab), 6)})[0].tokens);
+    ASSERT_EQ(alone.back().size(), 6u) << "request " << i;
+  }
+  for (const auto& order : {std::vector<uint32_t>{0, 1, 2, 3, 4}, std::vector<uint32_t>{0, 1, 5, 2}}) {
+    std::vector<GenerationRequest> reqs;
+    for (uint32_t i : order) reqs.push_back(request(i));
+    Generator gen(gpuContext(), *fwd, &m.tok, kMaxSteps);
+    const auto got = runAll(gen, reqs);
+    for (size_t j = 0; j < order.size(); ++j) EXPECT_EQ(got[j].tokens, alone[order[j]]) << "request " << order[j];
+  }
+  uint32_t differ = 0;
+  for (uint32_t i = 0; i < 6; ++i) differ += i != 3 && alone[i] != as_greedy[i];
+  EXPECT_GE(differ, 2u) << "sampling picked greedy's tokens almost everywhere";
+  EXPECT_EQ(alone[3], as_greedy[3]);
+}
+
 // int8 x̂ (two digits, the GPUs' default): engines of kernels::kGemmMinBatch rows or more run their q4 projections
 // through the small-M GEMM (gemm_q8.wgsl), whose tile follows the active rows step by step. A 32-row engine gives
 // every sequence the tokens it gets alone in the same engine while sequences join and leave, for llama and the
