@@ -189,7 +189,7 @@ Result<std::pair<double, std::map<std::string, double>>> profileStep(LocalEngine
   std::map<std::string, double> by;
   double total = 0;
   for (size_t i = 0; i < per->size() && i < rec.passLabels().size(); ++i) {
-    const double ms = (double)(*per)[i] / repeat / 1e6;
+    const double ms = (double)(*per)[i] / rec.passRepeats()[i] / 1e6;
     by[kernelFamily(rec.passLabels()[i])] += ms;
     total += ms;
   }

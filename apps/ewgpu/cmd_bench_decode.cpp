@@ -112,7 +112,9 @@ Result<DecodeRow> measure(LocalEngine& e, uint32_t k, uint32_t tokens, uint32_t 
 
 // Times what `record` records kernel by kernel: each dispatch is issued `repeat` times in a pass of its own and
 // timed (pass time / repeat: the dispatch's cost between neighbours). With repeat 1 every figure carries a pass's
-// overhead. Repeated dispatches repeat their side effects on the engine's state, so a profile runs last. Prints the
+// overhead, as the sampler's do: its dispatches are issued once (Recorder::dispatchOnce), since a repeated phase
+// would append to the row's candidate list again. Repeated dispatches repeat their side effects on the engine's
+// state, so a profile runs last. Prints the
 // total and share per kernel, then the dispatches of the first layer (up to the second run of `layer_marks`
 // kernels, one run per layer) and the last six.
 template <class Record>
@@ -134,12 +136,13 @@ int profile(LocalEngine& e, uint32_t repeat, const std::string& what, const std:
   double total = 0;
   for (size_t i = 0; i < per->size() && i < rec.passLabels().size(); ++i) {
     auto& [ms, n] = by[rec.passLabels()[i]];
-    (*per)[i] /= repeat;
+    (*per)[i] /= rec.passRepeats()[i];
     ms += (*per)[i] / 1e6;
     ++n;
     total += (*per)[i] / 1e6;
   }
-  std::printf("\nprofile of %s (each dispatch %u times in a pass of its own): %.3f ms\n%-18s %6s %10s %8s\n",
+  std::printf("\nprofile of %s (each dispatch %u times in a pass of its own, the sampler's once): %.3f ms\n"
+              "%-18s %6s %10s %8s\n",
               what.c_str(), repeat, total, "kernel", "count", "ms", "share");
   for (const auto& [name, v] : by)
     std::printf("%-18s %6d %10.3f %7.1f%%\n", name.c_str(), v.second, v.first, 100 * v.first / total);

@@ -54,14 +54,22 @@ void Recorder::dispatch(const Kernel& k, const BindGroup& bg, uint32_t x, uint32
   ensurePass();
   wgpuComputePassEncoderSetPipeline(pass_, k.pipeline);
   wgpuComputePassEncoderSetBindGroup(pass_, 0, bg.handle(), 0, nullptr);
-  for (uint32_t r = 0; r < (split_ ? repeat_ : 1); ++r) wgpuComputePassEncoderDispatchWorkgroups(pass_, x, y, z);
+  const uint32_t n = split_ && !once_ ? repeat_ : 1;
+  for (uint32_t r = 0; r < n; ++r) wgpuComputePassEncoderDispatchWorkgroups(pass_, x, y, z);
   ++stats_.dispatches;
   ++since_submit_;
   if (split_) {
+    repeats_.push_back(n);
     labels_.push_back(k.name);
     details_.push_back(k.constants + " grid=" + std::to_string(x) + "x" + std::to_string(y) + "x" + std::to_string(z));
     endPass();
   }
+}
+
+void Recorder::dispatchOnce(const Kernel& k, const BindGroup& bg, uint32_t x, uint32_t y, uint32_t z) {
+  once_ = true;
+  dispatch(k, bg, x, y, z);
+  once_ = false;
 }
 
 void Recorder::copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset, uint64_t size) {

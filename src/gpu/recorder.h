@@ -29,6 +29,9 @@ class Recorder {
   Recorder& operator=(const Recorder&) = delete;
 
   void dispatch(const Kernel& k, const BindGroup& bg, uint32_t x, uint32_t y = 1, uint32_t z = 1);
+  // A dispatch whose repeats would change what it computes (the sampler: penalties applied in place, the row state
+  // advanced, candidate lists appended to): as dispatch(), but issued once in its pass when profiling repeats.
+  void dispatchOnce(const Kernel& k, const BindGroup& bg, uint32_t x, uint32_t y = 1, uint32_t z = 1);
   void copy(const Buffer& src, uint64_t src_offset, const Buffer& dst, uint64_t dst_offset, uint64_t size);
   void clear(const Buffer& buf, uint64_t offset, uint64_t size);
   // Resolves queries [0, count) of `set` into `dst` (ends the pass).
@@ -43,6 +46,7 @@ class Recorder {
   void setSplitPasses(bool on, uint32_t repeat = 1) { split_ = on; repeat_ = repeat ? repeat : 1; }
   const std::vector<std::string>& passLabels() const { return labels_; }
   const std::vector<std::string>& passDetails() const { return details_; }  // constants and grid per pass
+  const std::vector<uint32_t>& passRepeats() const { return repeats_; }     // dispatches per pass (1 or repeat)
   const RecorderStats& stats() const { return stats_; }
   void resetStats() { stats_ = {}; }
 
@@ -59,7 +63,9 @@ class Recorder {
   Timer* timer_ = nullptr;
   bool split_ = false;
   uint32_t repeat_ = 1;
+  bool once_ = false;  // the dispatch being recorded is a dispatchOnce
   std::vector<std::string> labels_, details_;
+  std::vector<uint32_t> repeats_;
   RecorderStats stats_;
   Status deferred_error_;  // a dispatch dropped for want of a pipeline (asynchronous creation failed)
 };

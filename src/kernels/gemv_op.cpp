@@ -174,7 +174,8 @@ Result<GemvOp> GemvOp::createBatched(gpu::Context& ctx, const LinearWeights& w, 
   const bool q8 = q4 && act != Activations::kF32 && d.packed_dot4;
   const uint32_t digits = act == Activations::kInt16 ? 2 : 1;
   if (q8) {  // the small-M GEMM instead, in engines of many rows (gemv_op.h)
-    const uint32_t max_rows = knob("EWGPU_GEMMQ_MAXN") ? knob("EWGPU_GEMMQ_MAXN") : kGemmMaxRows;
+    const uint32_t maxn = knob("EWGPU_GEMMQ_MAXN");
+    const uint32_t max_rows = maxn ? maxn : kGemmMaxRows;
     bool gemm = cfg.batch >= kGemmMinBatch && w.N <= max_rows;
     if (const char* e = std::getenv("EWGPU_GEMMQ")) gemm = std::string(e) == "1";
     if (cfg.batch_kernel != GemvConfig::BatchKernel::kAuto) gemm = cfg.batch_kernel == GemvConfig::BatchKernel::kGemm;

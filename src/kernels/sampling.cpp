@@ -358,16 +358,17 @@ void SampleOp::record(gpu::Recorder& rec, uint32_t rows, SampleBatch batch) cons
   static constexpr size_t kOnly[] = {0};  // an op without the split step: its one kernel
   const std::span<const size_t> phases =
       split() ? splitPhases(batch, rows, argmax_rows_, sampled_rows_, topk_phase6_) : kOnly;
+  // Once each under a profile's repeats: a repeated phase would add to the row's list and histogram again.
   if (phases.empty()) {
-    rec.dispatch(*whole_.kernel, whole_.bg, rows);
+    rec.dispatchOnce(*whole_.kernel, whole_.bg, rows);
     return;
   }
   for (size_t i : phases) {
     const Step& s = steps_[i];
     if (s.chunked) {
-      rec.dispatch(*s.kernel, s.bg, chunks_, rows);
+      rec.dispatchOnce(*s.kernel, s.bg, chunks_, rows);
     } else {
-      rec.dispatch(*s.kernel, s.bg, rows);
+      rec.dispatchOnce(*s.kernel, s.bg, rows);
     }
   }
 }
