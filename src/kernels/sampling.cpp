@@ -251,7 +251,7 @@ Result<SampleOp> SampleOp::create(gpu::Context& ctx, bool cpu_kernel, bool split
   const auto wg_it = constants.find("WG");
   const uint32_t whole_wg = wg_it == constants.end() ? 256 : (uint32_t)wg_it->second;
   if (split) constants["WG"] = sampleSplitWorkgroupSize(whole_wg);
-  for (uint32_t phase : split ? std::vector<uint32_t>{1, 2, 3, 4, 5, 6} : std::vector<uint32_t>{0}) {
+  for (uint32_t phase : split ? std::vector<uint32_t>{1, 2, 3, 4, 5} : std::vector<uint32_t>{0}) {
     if (!cpu_kernel) constants["PHASE"] = phase;
     auto k = ctx.kernel(cpu_kernel ? "sample_cpu" : "sample", constants);
     if (!k) return std::move(k).error();
@@ -267,8 +267,30 @@ Result<SampleOp> SampleOp::create(gpu::Context& ctx, bool cpu_kernel, bool split
     auto bg = ctx.bindGroup(**k, bind);
     if (!bg) return std::move(bg).error();
     op.whole_ = {*k, std::move(*bg), false};
+    // Phase 6 only when it is asked for: an A/B option, not yet measured, so loads do not compile it.
+    constants["WG"] = sampleSplitWorkgroupSize(whole_wg);
+    op.split_constants_ = constants;
+    op.buffers_ = b;
+    if (sampleTopKPhase6()) EWGPU_TRY(op.enableTopKPhase6(ctx));
   }
   return op;
+}
+
+Status SampleOp::enableTopKPhase6(gpu::Context& ctx) {
+  if (!split()) return makeError(ErrorCode::kInternal, "phase 6 needs the split sampler", {});
+  if (steps_.size() < 6) {
+    gpu::Constants constants = split_constants_;
+    constants["PHASE"] = 6;
+    auto k = ctx.kernel("sample", constants);
+    if (!k) return std::move(k).error();
+    const Buffers& b = buffers_;
+    auto bg =
+        ctx.bindGroup(**k, {{b.logits}, {b.params}, {b.counts}, {b.rows}, {b.out}, {b.mask}, {&scratch_}, {&ctr_}});
+    if (!bg) return std::move(bg).error();
+    steps_.push_back({*k, std::move(*bg), false});
+  }
+  topk_phase6_ = true;
+  return {};
 }
 
 uint32_t sampleSubgroupReduce(const DeviceInfo& d, uint32_t wg) {
@@ -291,8 +313,12 @@ uint32_t sampleSampledSplitRows() {
 }
 
 bool sampleEarlyTopK() {
-  const char* e = std::getenv("EWGPU_SAMPLE_EARLY_TOPK");
-  return !(e && std::string(e) == "0");
+  // Read once: the kernels' EARLY_K (SampleOp::create) and the batches (sampleRowBatch) must agree.
+  static const bool on = [] {
+    const char* e = std::getenv("EWGPU_SAMPLE_EARLY_TOPK");
+    return !(e && std::string(e) == "0");
+  }();
+  return on;
 }
 
 bool sampleTopKPhase6() {

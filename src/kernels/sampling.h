@@ -201,7 +201,9 @@ class SampleOp {
   uint32_t sampledSplitRows() const { return sampled_rows_; }
   void setSampledSplitRows(uint32_t rows) { sampled_rows_ = rows; }
   bool topKPhase6() const { return topk_phase6_; }
-  void setTopKPhase6(bool on) { topk_phase6_ = on; }
+  // Records kSampledTopK batches as phases 1 and 6 from now on, compiling phase 6 on first use (create() does so
+  // under EWGPU_SAMPLE_TOPK_PHASE6=1). Split ops only.
+  Status enableTopKPhase6(gpu::Context& ctx);
   bool split() const { return steps_.size() > 1; }
   // split: u32 [rows, kSampleCtrStride]; word 0 of each row is the last step's list length (past kSampleCap: the
   // row took the whole-vocabulary finish), then the row's top-p mass histogram, then phase 1's count of an early
@@ -219,7 +221,9 @@ class SampleOp {
   uint32_t chunks_ = 1;
   uint32_t argmax_rows_ = sampleArgmaxSplitRows();
   uint32_t sampled_rows_ = sampleSampledSplitRows();
-  bool topk_phase6_ = sampleTopKPhase6();
+  bool topk_phase6_ = false;
+  gpu::Constants split_constants_;  // the split phases' (phase 6 is compiled from them on demand)
+  Buffers buffers_{};
   gpu::Buffer scratch_, ctr_;
 };
 inline constexpr uint32_t kSampleChunk = 2048;   // sample.wgsl CHUNK
