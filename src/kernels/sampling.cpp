@@ -271,14 +271,14 @@ Result<SampleOp> SampleOp::create(gpu::Context& ctx, bool cpu_kernel, bool split
     constants["WG"] = sampleSplitWorkgroupSize(whole_wg);
     op.split_constants_ = constants;
     op.buffers_ = b;
-    if (sampleTopKPhase6()) EWGPU_TRY(op.enableTopKPhase6(ctx));
+    if (sampleTopKPhase6()) EWGPU_TRY(op.setTopKPhase6(ctx, true));
   }
   return op;
 }
 
-Status SampleOp::enableTopKPhase6(gpu::Context& ctx) {
+Status SampleOp::setTopKPhase6(gpu::Context& ctx, bool on) {
   if (!split()) return makeError(ErrorCode::kInternal, "phase 6 needs the split sampler", {});
-  if (steps_.size() < 6) {
+  if (on && steps_.size() < 6) {
     gpu::Constants constants = split_constants_;
     constants["PHASE"] = 6;
     auto k = ctx.kernel("sample", constants);
@@ -289,7 +289,7 @@ Status SampleOp::enableTopKPhase6(gpu::Context& ctx) {
     if (!bg) return std::move(bg).error();
     steps_.push_back({*k, std::move(*bg), false});
   }
-  topk_phase6_ = true;
+  topk_phase6_ = on;
   return {};
 }
 

@@ -201,9 +201,9 @@ class SampleOp {
   uint32_t sampledSplitRows() const { return sampled_rows_; }
   void setSampledSplitRows(uint32_t rows) { sampled_rows_ = rows; }
   bool topKPhase6() const { return topk_phase6_; }
-  // Records kSampledTopK batches as phases 1 and 6 from now on, compiling phase 6 on first use (create() does so
-  // under EWGPU_SAMPLE_TOPK_PHASE6=1). Split ops only.
-  Status enableTopKPhase6(gpu::Context& ctx);
+  // Records kSampledTopK batches as phases 1 and 6 from now on (on), or as phases 1, 4 and 5, compiling phase 6 on
+  // first use (create() turns it on under EWGPU_SAMPLE_TOPK_PHASE6=1). Split ops only.
+  Status setTopKPhase6(gpu::Context& ctx, bool on);
   bool split() const { return steps_.size() > 1; }
   // split: u32 [rows, kSampleCtrStride]; word 0 of each row is the last step's list length (past kSampleCap: the
   // row took the whole-vocabulary finish), then the row's top-p mass histogram, then phase 1's count of an early

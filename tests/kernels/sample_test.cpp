@@ -998,7 +998,7 @@ void expectTopKBatchMatchesWhole(uint32_t V, uint32_t K, uint32_t seed, bool pha
   ASSERT_TRUE(split.op->split());
   split.op->setSampledSplitRows(B);
   split.batch = SampleBatch::kSampledTopK;
-  if (phase6) ASSERT_TRUE(split.op->enableTopKPhase6(sharedContext()).ok());
+  ASSERT_TRUE(split.op->setTopKPhase6(sharedContext(), phase6).ok());
   EXPECT_EQ(split.op->dispatches(B, SampleBatch::kSampledTopK), phase6 ? 2u : 3u);
   EXPECT_EQ(split.op->dispatches(B + 1, SampleBatch::kSampledTopK), 1u);
   std::vector<float> logits = randomLogits(rng, size_t(K) * B * V, 2.0f);
