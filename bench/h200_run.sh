@@ -6,12 +6,7 @@
 set -uo pipefail
 OUT=${OUT:-$PWD/h200-out}
 mkdir -p "$OUT"
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
-export LD_LIBRARY_PATH=$PWD/build-h200/lib:${LD_LIBRARY_PATH:-}
-export EWGPU_ADAPTER=gpu
-mkdir -p /work && [ -e /work/main ] || ln -s "$PWD" /work/main   # tests find fixtures by the build-time path
+. bench/h200_env.sh
 B=build-h200
 TOK=tests/fixtures/qwen3_tiny/q4f16_1/tokenizer.json
 $B/ewgpu probe | tee "$OUT/probe.txt"

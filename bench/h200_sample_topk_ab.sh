@@ -1,18 +1,14 @@
 #!/usr/bin/env bash
-# Prepared in session 22 for the early top-k list A/B (not yet run: no H200 could be started). Expects .h200/pack.tar.xz (build-h200 packed as in docs/benchmarks.md) and .gl/.
-# Session 22 call a: top-k rows listed by phase 1 (early_k, SampleBatch::kSampledTopK: phases 1, 4, 5) against the
+# Prepared in session 22 for the early top-k list A/B (not yet run: no H200 could be started). Expects
+# .h200/pack.tar.xz (build-h200 packed as in docs/benchmarks.md: stripped binaries, lib/, libwebgpu_wrapper.so)
+# and .gl/. Top-k rows listed by phase 1 (early_k, SampleBatch::kSampledTopK: phases 1, 4, 5) against the
 # five phases (EWGPU_SAMPLE_EARLY_TOPK=0), ABAB: decode K=16 greedy / T0.7 p0.8 k20 / T0.6 p0.95 k20 / k40 /
 # T0.6 p0.95 on the three shapes; the sampler alone (ReportsDispatchCost) both ways; sample_test.
 set -uo pipefail
 R=/tmp/ra; mkdir -p $R
 T0=$(date +%s)
 tar xJf .h200/pack.tar.xz
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
-export LD_LIBRARY_PATH=$PWD/build-h200/lib:${LD_LIBRARY_PATH:-}
-export EWGPU_ADAPTER=gpu
-mkdir -p /work && [ -e /work/main ] || ln -s "$PWD" /work/main
+. bench/h200_env.sh
 B=build-h200
 TOK=tests/fixtures/qwen3_tiny/q4f16_1/tokenizer.json
 L=$R/log.txt
