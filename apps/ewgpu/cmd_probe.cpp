@@ -39,6 +39,12 @@ int runProbe(const ProbeFlags& f) {
   std::printf("features  shader-f16 %s, subgroups %s, timestamp-query %s, WGSL packed dot4 %s\n",
               d.shader_f16 ? "yes" : "no", d.subgroups ? "yes" : "no", d.timestamp_query ? "yes" : "no",
               d.packed_dot4 ? "yes" : "no");
+  if (!d.experimental)
+    std::printf("          subgroup matrices not asked for (EWGPU_EXPERIMENTAL=1 asks Dawn for them)\n");
+  else if (!d.subgroup_matrix)
+    std::printf("          subgroup matrices: not offered by this adapter\n");
+  for (const auto& c : d.subgroup_matrix_configs)
+    std::printf("          subgroup matrix %s %ux%ux%u -> %s\n", c.component.c_str(), c.m, c.n, c.k, c.result.c_str());
   std::printf("limits    maxStorageBufferBindingSize %s, maxBufferSize %s, storage buffers/stage %u,\n",
               gib(d.max_storage_buffer_binding_size).c_str(), gib(d.max_buffer_size).c_str(),
               d.max_storage_buffers_per_shader_stage);

@@ -47,6 +47,16 @@ const char* backendName(WGPUBackendType b) {
   }
 }
 
+const char* subgroupMatrixTypeName(WGPUSubgroupMatrixComponentType t) {
+  switch (t) {
+    case WGPUSubgroupMatrixComponentType_F32: return "f32";
+    case WGPUSubgroupMatrixComponentType_F16: return "f16";
+    case WGPUSubgroupMatrixComponentType_U32: return "u32";
+    case WGPUSubgroupMatrixComponentType_I32: return "i32";
+    default: return "other";
+  }
+}
+
 const char* adapterTypeName(WGPUAdapterType t) {
   switch (t) {
     case WGPUAdapterType_DiscreteGPU: return "discrete-gpu";
@@ -225,13 +235,15 @@ Status Context::init(const ContextOptions& options) {
     return makeError(ErrorCode::kBadRequest, "unknown adapter '" + mode + "' (expected auto, gpu or swiftshader)",
                      {{"adapter", mode}});
   nlohmann::json tried = nlohmann::json::array();
-  EWGPU_TRY(requestAdapter(mode, tried));
+  const char* exp_env = std::getenv("EWGPU_EXPERIMENTAL");
+  experimental_ = options.experimental || (exp_env && std::string(exp_env) == "1");
+  EWGPU_TRY(requestAdapter(mode, experimental_, tried));
   EWGPU_TRY(requestDevice(options));
   fillInfo();
   return {};
 }
 
-Status Context::requestAdapter(const std::string& mode, nlohmann::json& tried) {
+Status Context::requestAdapter(const std::string& mode, bool experimental, nlohmann::json& tried) {
   const bool user_icd = std::getenv("VK_DRIVER_FILES") || std::getenv("VK_ICD_FILENAMES");
   // Attempts in order: system drivers (unless swiftshader was asked for), then SwiftShader (unless "gpu").
   std::vector<std::string> attempts;
@@ -248,7 +260,15 @@ Status Context::requestAdapter(const std::string& mode, nlohmann::json& tried) {
       setenv("VK_ICD_FILENAMES", kSwiftShaderIcd, 1);
     }
     if (instance_) wgpuInstanceRelease(instance_);
+    // Experimental features are advertised only when the adapter request allows them, and their WGSL extensions
+    // compile only under an instance that allows them too (dawn-abi.md §9.1): the toggle goes on both.
+    static const char* kUnsafe[] = {"allow_unsafe_apis"};
+    WGPUDawnTogglesDescriptor unsafe_toggles{};
+    unsafe_toggles.chain.sType = WGPUSType_DawnTogglesDescriptor;
+    unsafe_toggles.enabledToggleCount = 1;
+    unsafe_toggles.enabledToggles = kUnsafe;
     WGPUInstanceDescriptor idesc{};
+    if (experimental) idesc.nextInChain = &unsafe_toggles.chain;
 #if EWGPU_OLD_INSTANCE_DESCRIPTOR
     idesc.capabilities.timedWaitAnyEnable = 1;
 #else
@@ -265,6 +285,8 @@ Status Context::requestAdapter(const std::string& mode, nlohmann::json& tried) {
 #if defined(__linux__)
     opts.backendType = WGPUBackendType_Vulkan;  // never the silent Null backend
 #endif
+    WGPUDawnTogglesDescriptor adapter_toggles = unsafe_toggles;  // its own chain link
+    if (experimental) opts.nextInChain = &adapter_toggles.chain;
     struct Out {
       WGPURequestAdapterStatus status = WGPURequestAdapterStatus_Error;
       WGPUAdapter adapter = nullptr;
@@ -310,6 +332,8 @@ Status Context::requestDevice(const ContextOptions& options) {
   std::vector<WGPUFeatureName> features;
   for (WGPUFeatureName f : {WGPUFeatureName_TimestampQuery, WGPUFeatureName_Subgroups, WGPUFeatureName_ShaderF16})
     if (wgpuAdapterHasFeature(adapter_, f)) features.push_back(f);
+  if (experimental_ && wgpuAdapterHasFeature(adapter_, WGPUFeatureName_ChromiumExperimentalSubgroupMatrix))
+    features.push_back(WGPUFeatureName_ChromiumExperimentalSubgroupMatrix);
 
   const char* disabled[] = {"timestamp_quantization"};  // full-resolution timestamps
   WGPUDawnTogglesDescriptor toggles{};
@@ -418,6 +442,23 @@ void Context::fillInfo() {
   info_.subgroups = wgpuDeviceHasFeature(device_, WGPUFeatureName_Subgroups);
   info_.timestamp_query = wgpuDeviceHasFeature(device_, WGPUFeatureName_TimestampQuery);
   info_.packed_dot4 = wgpuInstanceHasWGSLLanguageFeature(instance_, 2 /* Packed4x8IntegerDotProduct */);
+  info_.experimental = experimental_;
+  info_.subgroup_matrix = wgpuDeviceHasFeature(device_, WGPUFeatureName_ChromiumExperimentalSubgroupMatrix);
+  if (info_.subgroup_matrix) {
+    WGPUAdapterInfo mi{};
+    WGPUAdapterPropertiesSubgroupMatrixConfigs configs{};
+    configs.chain.sType = WGPUSType_AdapterPropertiesSubgroupMatrixConfigs;
+    mi.nextInChain = &configs.chain;
+    wgpuAdapterGetInfo(adapter_, &mi);
+    for (size_t i = 0; i < configs.configCount; ++i) {
+      const auto& c = configs.configs[i];
+      info_.subgroup_matrix_configs.push_back({subgroupMatrixTypeName(c.componentType),
+                                               subgroupMatrixTypeName(c.resultComponentType), c.M, c.N, c.K});
+    }
+    wgpuAdapterPropertiesSubgroupMatrixConfigsFreeMembers(configs);
+    mi.nextInChain = nullptr;
+    wgpuAdapterInfoFreeMembers(mi);
+  }
   info_.max_storage_buffer_binding_size = limits_.maxStorageBufferBindingSize;
   info_.max_buffer_size = limits_.maxBufferSize;
   info_.max_storage_buffers_per_shader_stage = limits_.maxStorageBuffersPerShaderStage;

@@ -38,6 +38,11 @@ struct ContextOptions {
   // Where compiled pipelines persist across runs (Dawn's blob cache, gpu/pipeline_cache.h), under a
   // subdirectory per adapter and Dawn build. "" = $EWGPU_PIPELINE_CACHE_DIR, else no disk cache.
   std::string pipeline_cache_dir = "";
+  // Dawn's experimental features (allow_unsafe_apis on the adapter request): today the subgroup matrices
+  // (ChromiumExperimentalSubgroupMatrix, cooperative-matrix units where the driver has them), requested when the
+  // adapter offers them. Off by default: no kernel uses them yet (docs/kernels.md, "Subgroup matrices").
+  // true, or EWGPU_EXPERIMENTAL=1, turns it on.
+  bool experimental = false;
 };
 
 class Context;
@@ -209,7 +214,7 @@ class Context {
   Result<Buffer> createBufferImpl(uint64_t size, BufferKind kind, std::string_view label, bool mapped);
   Context() = default;
   Status init(const ContextOptions& options);
-  Status requestAdapter(const std::string& mode, nlohmann::json& tried);
+  Status requestAdapter(const std::string& mode, bool experimental, nlohmann::json& tried);
   Status requestDevice(const ContextOptions& options);
   // compile() and kernel(): a non-empty async_key starts the pipeline asynchronously (pending_ under that key).
   Result<std::unique_ptr<Kernel>> build(std::string_view name, std::string_view wgsl, const Constants& constants,
@@ -226,6 +231,7 @@ class Context {
   WGPUQueue queue_ = nullptr;
   WGPULimits limits_{};
   DeviceInfo info_;
+  bool experimental_ = false;  // ContextOptions::experimental or EWGPU_EXPERIMENTAL=1
 
   std::mutex error_mu_;        // guards pending_errors_ (callbacks may come from Dawn threads)
   std::vector<Error> pending_errors_;

@@ -15,6 +15,13 @@ struct MemoryHeap {
   uint64_t properties = 0;  // WGPUHeapProperty bits: 1 DeviceLocal, 2 HostVisible, 4 HostCoherent, ...
 };
 
+// One shape the adapter's subgroup matrices take: a left matrix of M × K `component` elements times a right one
+// of K × N gives an M × N `result` matrix (Dawn's AdapterPropertiesSubgroupMatrixConfigs).
+struct SubgroupMatrixConfig {
+  std::string component, result;  // "f16", "f32", "u32", "i32"
+  uint32_t m = 0, n = 0, k = 0;
+};
+
 struct DeviceInfo {
   std::string vendor, architecture, device, description;
   std::string backend;       // "vulkan", "metal", "d3d12", "null", ...
@@ -29,6 +36,11 @@ struct DeviceInfo {
   // WGSL dot4I8Packed / pack4xI8 (language feature packed_4x8_integer_dot_product; native on GPUs with
   // VK_KHR_shader_integer_dot_product, polyfilled elsewhere).
   bool packed_dot4 = false;
+  // Dawn's experimental features were allowed (ContextOptions::experimental), and of them the subgroup
+  // matrices (WGSL chromium_experimental_subgroup_matrix) were offered and enabled, with these shapes.
+  bool experimental = false;
+  bool subgroup_matrix = false;
+  std::vector<SubgroupMatrixConfig> subgroup_matrix_configs;
   std::string toggles;       // Dawn device toggles enabled on request (ContextOptions::toggles)
   // Limits the engine depends on (the adapter's maxima; the device is created with them).
   uint64_t max_storage_buffer_binding_size = 0;

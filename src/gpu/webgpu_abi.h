@@ -94,6 +94,7 @@ typedef enum WGPUSType {
   WGPUSType_DawnCacheDeviceDescriptor = 0x00050007,
   WGPUSType_DawnTogglesDescriptor = 0x0005000A,
   WGPUSType_AdapterPropertiesMemoryHeaps = 0x00050013,
+  WGPUSType_AdapterPropertiesSubgroupMatrixConfigs = 0x0005003B,
   WGPUSType_Force32 = 0x7FFFFFFF
 } WGPUSType;
 
@@ -136,6 +137,9 @@ typedef struct WGPULimits {
 typedef struct WGPUSupportedFeatures { size_t featureCount; const WGPUFeatureName* features; } WGPUSupportedFeatures;
 typedef struct WGPUMemoryHeapInfo { WGPUHeapProperty properties; uint64_t size; } WGPUMemoryHeapInfo;
 typedef struct WGPUAdapterPropertiesMemoryHeaps { WGPUChainedStruct chain; size_t heapCount; const WGPUMemoryHeapInfo* heapInfo; } WGPUAdapterPropertiesMemoryHeaps;
+typedef enum WGPUSubgroupMatrixComponentType { WGPUSubgroupMatrixComponentType_F32 = 1, WGPUSubgroupMatrixComponentType_F16 = 2, WGPUSubgroupMatrixComponentType_U32 = 3, WGPUSubgroupMatrixComponentType_I32 = 4, WGPUSubgroupMatrixComponentType_Force32 = 0x7FFFFFFF } WGPUSubgroupMatrixComponentType;
+typedef struct WGPUSubgroupMatrixConfig { WGPUSubgroupMatrixComponentType componentType; WGPUSubgroupMatrixComponentType resultComponentType; uint32_t M; uint32_t N; uint32_t K; } WGPUSubgroupMatrixConfig;
+typedef struct WGPUAdapterPropertiesSubgroupMatrixConfigs { WGPUChainedStruct chain; size_t configCount; const WGPUSubgroupMatrixConfig* configs; } WGPUAdapterPropertiesSubgroupMatrixConfigs;
 typedef struct WGPUDawnTogglesDescriptor { WGPUChainedStruct chain; size_t enabledToggleCount; const char* const* enabledToggles; size_t disabledToggleCount; const char* const* disabledToggles; } WGPUDawnTogglesDescriptor;
 
 typedef void (*WGPURequestAdapterCallback)(WGPURequestAdapterStatus status, WGPUAdapter adapter, WGPUStringView message, void* userdata1, void* userdata2);
@@ -199,6 +203,7 @@ WGPUFuture wgpuAdapterRequestDevice(WGPUAdapter adapter, const WGPUDeviceDescrip
 void wgpuAdapterRelease(WGPUAdapter adapter);
 void wgpuAdapterInfoFreeMembers(WGPUAdapterInfo value);
 void wgpuAdapterPropertiesMemoryHeapsFreeMembers(WGPUAdapterPropertiesMemoryHeaps value);
+void wgpuAdapterPropertiesSubgroupMatrixConfigsFreeMembers(WGPUAdapterPropertiesSubgroupMatrixConfigs value);
 void wgpuSupportedFeaturesFreeMembers(WGPUSupportedFeatures value);
 WGPUQueue wgpuDeviceGetQueue(WGPUDevice device);
 WGPUStatus wgpuDeviceGetLimits(WGPUDevice device, WGPULimits* limits);

@@ -39,6 +39,11 @@ static_assert(sizeof(WGPUCreateComputePipelineAsyncCallbackInfo) == 40 &&
               offsetof(WGPUCreateComputePipelineAsyncCallbackInfo, callback) == 16);
 static_assert(WGPUSType_DawnCacheDeviceDescriptor == 0x50007 && WGPUCreatePipelineAsyncStatus_ValidationError == 3);
 static_assert(WGPUSType_DawnTogglesDescriptor == 0x5000A && WGPUSType_AdapterPropertiesMemoryHeaps == 0x50013);
+static_assert(WGPUSType_AdapterPropertiesSubgroupMatrixConfigs == 0x5003B &&
+              WGPUFeatureName_ChromiumExperimentalSubgroupMatrix == 0x50037);
+static_assert(sizeof(WGPUAdapterPropertiesSubgroupMatrixConfigs) == 32 &&
+              offsetof(WGPUAdapterPropertiesSubgroupMatrixConfigs, configs) == 24);
+static_assert(sizeof(WGPUSubgroupMatrixConfig) == 20 && offsetof(WGPUSubgroupMatrixConfig, K) == 16);
 #endif
 
 namespace ewgpu::gpu {

@@ -39,6 +39,27 @@ TEST(Context, SwiftShaderCanBeRequestedExplicitly) {
   EXPECT_EQ((*ctx)->info().adapter_type, "cpu");
 }
 
+// Experimental features are opt-in: the default context never enables them, the option does (and is reported);
+// subgroup matrices come with their shapes when the adapter offers them (SwiftShader does not).
+TEST(Context, ExperimentalFeaturesAreOptIn) {
+  const char* env = std::getenv("EWGPU_EXPERIMENTAL");
+  if (!env || std::string(env) != "1") {
+    EXPECT_FALSE(sharedContext().info().experimental);
+    EXPECT_FALSE(sharedContext().info().subgroup_matrix);
+  }
+  auto ctx = Context::create({.experimental = true});
+  ASSERT_TRUE(ctx.ok()) << ctx.error().toString();
+  const DeviceInfo& d = (*ctx)->info();
+  EXPECT_TRUE(d.experimental);
+  EXPECT_EQ(d.subgroup_matrix, !d.subgroup_matrix_configs.empty());
+  for (const auto& c : d.subgroup_matrix_configs) {
+    EXPECT_TRUE(c.component == "f16" || c.component == "f32" || c.component == "i32" || c.component == "u32" ||
+                c.component == "other") << c.component;
+    EXPECT_GT(c.m * c.n * c.k, 0u);
+  }
+  if (d.architecture == "swiftshader") EXPECT_FALSE(d.subgroup_matrix);
+}
+
 TEST(Context, UnknownAdapterNameIsABadRequest) {
   auto ctx = Context::create({.adapter = "lavapipe"});
   ASSERT_FALSE(ctx.ok());
