@@ -48,8 +48,6 @@ override SG: u32 = 0u;              // workgroup reductions by subgroup shuffles
                                     // (a power of two, at most the subgroup size; 0: through workgroup memory)
 override EARLY_K: bool = true;      // split: phase 1 lists a top-k row's candidates (early_k), so phases 2 and 3
                                     // have nothing to do for it (false: phase 3 lists them, for A/B runs)
-override SHORT_K: bool = true;      // split: phases 4 and 6 take a top-k row's thresholds from the short list of
-                                    // entries that can survive (short_top_k; false: radix selects, for A/B runs)
 
 @group(0) @binding(0) var<storage, read_write> logits: array<f32>;  // [B, V]
 @group(0) @binding(1) var<storage, read> params: array<u32>;        // [B, 64]
@@ -105,11 +103,6 @@ var<workgroup> n_above: atomic<u32>;
 var<workgroup> n_ties: atomic<u32>;
 var<workgroup> tie_min: atomic<u32>;
 var<workgroup> top_id: array<u32, MAX_TOP>;
-// Phases 4 and 6, a top-k row's list: the entries that can survive (short_top_k), keys, ids and masses.
-const FCAP = 256u;
-var<workgroup> f_key: array<u32, FCAP>;
-var<workgroup> f_id: array<u32, FCAP>;
-var<workgroup> f_w: array<u32, FCAP>;
 var<workgroup> ties: array<u32, TIE_CAP>;
 
 // Per-row values shared by the helper functions (same in every invocation).
@@ -127,8 +120,7 @@ var<private> g_n: u32;
 var<private> g_cand: bool;
 var<private> g_cbase: u32;
 var<private> g_qtotal: u32;  // split, top-p alone: the fixed-point mass total over the vocabulary (NONE: count it)
-var<private> g_qabove: u32;
-var<private> g_fn: u32;      // short_top_k: entries in f_key / f_id  // split, top-p alone: the mass of the tokens above the list (0 otherwise)
+var<private> g_qabove: u32;  // split, top-p alone: the mass of the tokens above the list (0 otherwise)
 
 // ---- ordering keys, hashing, Exp(1) draws ----
 
@@ -582,108 +574,6 @@ fn radix_select(mode: u32, target_in: u32, tid: u32) -> u32 {
     above = sel.y;
   }
   return prefix;
-}
-
-// ---- phases 4 and 6: a top-k row's short list ----
-// The row's k-th largest key is at least M, the largest of the chunks' k-th keys (phase 1's scratch word 2: that
-// chunk alone holds k tokens at or above it), so every survivor is a list entry with key >= M: typically k to a
-// few k of them. short_top_k gathers those entries (at most FCAP, else false: the radix selects over the list
-// run instead) and finds the top-k threshold by counting, for each, the entries with a larger key: the survivors
-// are the entries with fewer than k larger, and g_tk the smallest of their keys, which is the radix select's
-// k-th largest key. short_top_p does the same with masses. Counts and integer sums do not depend on the order the
-// entries were gathered in, so the thresholds, and the tokens, are those of the radix selects.
-fn short_top_k(sb: u32, top_k: u32, tid: u32) -> bool {
-  var mk = 0u;
-  for (var c = tid; c < NW; c += WG) {
-    mk = max(mk, scratch[sb + 4u * c + 2u]);
-  }
-  let m = reduce_argmax(mk, 0u, tid).x;
-  if (tid == 0u) {
-    atomicStore(&n_above, 0u);
-    atomicStore(&tie_min, NONE);
-  }
-  workgroupBarrier();
-  for (var i0 = tid; i0 < g_n; i0 += UNROLL * WG) {
-    var xs = load_row(i0);
-    for (var u = 0u; u < UNROLL && i0 + u * WG < g_n; u++) {
-      let k = key_of(xs[u]);
-      if (k >= m) {
-        let at = atomicAdd(&n_above, 1u);
-        if (at < FCAP) {
-          f_key[at] = k;
-          f_id[at] = dom_id(i0 + u * WG);
-        }
-      }
-    }
-  }
-  workgroupBarrier();
-  if (tid == 0u) {
-    wg_scalar = atomicLoad(&n_above);
-  }
-  let nf = workgroupUniformLoad(&wg_scalar);
-  if (nf > FCAP) {
-    return false;
-  }
-  g_fn = nf;
-  for (var e = tid; e < nf; e += WG) {
-    let ke = f_key[e];
-    var larger = 0u;
-    for (var j = 0u; j < nf; j++) {
-      larger += select(0u, 1u, f_key[j] > ke);
-    }
-    if (larger < top_k) {
-      atomicMin(&tie_min, ke);
-    }
-  }
-  workgroupBarrier();
-  if (tid == 0u) {
-    wg_scalar = atomicLoad(&tie_min);
-  }
-  g_tk = workgroupUniformLoad(&wg_scalar);
-  return true;
-}
-
-// The top-p threshold over short_top_k's entries (after g_tk and g_qscale): the survivors are the entries at or
-// above g_tk whose larger entries' mass is short of the target; the result is the smallest of their keys, which is
-// radix_select(MODE_MASS) over the list.
-fn short_top_p(tid: u32) -> u32 {
-  if (tid == 0u) {
-    atomicStore(&n_ties, 0u);
-    atomicStore(&tie_min, NONE);
-  }
-  workgroupBarrier();
-  for (var e = tid; e < g_fn; e += WG) {
-    let ke = f_key[e];
-    var w = 0u;
-    if (ke >= g_tk) {
-      w = mass(from_key(ke));
-    }
-    f_w[e] = w;
-    atomicAdd(&n_ties, w);
-  }
-  workgroupBarrier();
-  if (tid == 0u) {
-    wg_scalar = atomicLoad(&n_ties);
-  }
-  let goal = top_p_target(workgroupUniformLoad(&wg_scalar));
-  for (var e = tid; e < g_fn; e += WG) {
-    let ke = f_key[e];
-    if (ke < g_tk) {
-      continue;
-    }
-    var larger = 0u;
-    for (var j = 0u; j < g_fn; j++) {
-      larger += select(0u, f_w[j], f_key[j] > ke);
-    }
-    if (larger < goal) {
-      atomicMin(&tie_min, ke);
-    }
-  }
-  workgroupBarrier();
-  if (tid == 0u) {
-    wg_scalar = atomicLoad(&tie_min);
-  }
-  return workgroupUniformLoad(&wg_scalar);
 }
 
 // ---- top-n logprobs ----
@@ -1317,8 +1207,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   var alone = false;
   var above_list = false;  // top-p alone over a list: the tokens above it survive (phase 3's mass and best draw)
   let listed = (PHASE == 4u || PHASE == 6u) && !fallback;  // phase 4's work, not phase 5's
-  var split_z = listed && greedy;
-  var cand = false;  // g_cand, in a function variable the uniformity analysis can follow  // Z (top-p alone) and Z1 (logprobs) from the chunk sums
+  var split_z = listed && greedy;  // Z (top-p alone) and Z1 (logprobs) from the chunk sums
   if (listed && !greedy && n_top == 0u) {
     if (!use_k && !use_top_p) {
       alone = true;
@@ -1327,7 +1216,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
       let n = n_list;
       if (n <= CAP) {
         g_cand = true;
-        cand = true;
         g_n = n;
         g_cbase = sb + off_c();
         split_z = true;
@@ -1348,14 +1236,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 
   // Top-k threshold (counts).
   g_tk = 0u;
-  var few = false;  // the survivors are in f_key / f_id (short_top_k)
   if (use_k) {
-    if ((PHASE == 4u || PHASE == 6u) && SHORT_K && cand) {
-      few = short_top_k(sb, top_k, tid);
-    }
-    if (!few) {
-      g_tk = radix_select(MODE_COUNT, top_k, tid);
-    }
+    g_tk = radix_select(MODE_COUNT, top_k, tid);
   }
 
   // Normalisers: Z over the top-k survivors at temperature T (top-p), Z1 over all at temperature 1 (logprobs).
@@ -1403,11 +1285,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   } else if (!greedy) {
     var t_surv = g_tk;
     if (use_top_p) {
-      if (few) {
-        t_surv = short_top_p(tid);
-      } else {
-        t_surv = radix_select(MODE_MASS, 0u, tid);
-      }
+      t_surv = radix_select(MODE_MASS, 0u, tid);
     }
     // The tokens above a top-p list: phase 3's best draws per chunk.
     var above = vec2<u32>(0u, NONE);
@@ -1419,36 +1297,20 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var sk = 0u;
     var si = NONE;
     var cnt = 0u;
-    if (few) {  // every survivor is among short_top_k's entries
-      for (var e = tid; e < g_fn; e += WG) {
-        if (f_key[e] < t_surv) {
+    for (var i0 = tid; i0 < g_n; i0 += UNROLL * WG) {
+      var xs = load_row(i0);
+      for (var u = 0u; u < UNROLL && i0 + u * WG < g_n; u++) {
+        let i = dom_id(i0 + u * WG);
+        let x = xs[u];
+        if (key_of(x) < t_surv) {
           continue;
         }
-        let i = f_id[e];
         cnt += 1u;
-        let score = (from_key(f_key[e]) - g_m) * g_inv_t - log(exp_draw(i));
+        let score = (x - g_m) * g_inv_t - log(exp_draw(i));
         let k = key_of(score);
         if (better(k, i, sk, si)) {
           sk = k;
           si = i;
-        }
-      }
-    } else {
-      for (var i0 = tid; i0 < g_n; i0 += UNROLL * WG) {
-        var xs = load_row(i0);
-        for (var u = 0u; u < UNROLL && i0 + u * WG < g_n; u++) {
-          let i = dom_id(i0 + u * WG);
-          let x = xs[u];
-          if (key_of(x) < t_surv) {
-            continue;
-          }
-          cnt += 1u;
-          let score = (x - g_m) * g_inv_t - log(exp_draw(i));
-          let k = key_of(score);
-          if (better(k, i, sk, si)) {
-            sk = k;
-            si = i;
-          }
         }
       }
     }

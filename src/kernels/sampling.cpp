@@ -240,10 +240,6 @@ Result<SampleOp> SampleOp::create(gpu::Context& ctx, bool cpu_kernel, bool split
     constants["CHUNK"] = kSampleChunk;
     constants["CAP"] = kSampleCap;
     if (!constants.count("EARLY_K")) constants["EARLY_K"] = sampleEarlyTopK() ? 1 : 0;
-    if (!constants.count("SHORT_K")) {
-      const char* e = std::getenv("EWGPU_SAMPLE_SHORT_TOPK");  // A/B runs: 0 = the radix selects over the list
-      constants["SHORT_K"] = e && std::string(e) == "0" ? 0 : 1;
-    }
     if (!constants.count("SG")) {
       const auto wg = constants.find("WG");
       constants["SG"] = sampleSubgroupReduce(ctx.info(), wg == constants.end() ? 256 : (uint32_t)wg->second);

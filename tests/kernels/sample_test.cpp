@@ -982,8 +982,7 @@ void expectArgmaxMatchesWhole(uint32_t V, uint32_t K, uint32_t seed) {
 
 // A batch whose sampling rows are all top-k without logprobs (SampleBatch::kSampledTopK) takes phases 1, 4 and 5:
 // phase 1 lists each chunk's tokens at or above its own k-th key (sample.wgsl's early_k). Against the one dispatch,
-// K steps of: greedy; the model card's T 0.7 / top-p 0.8 / top-k 20; top-k 50 with every penalty over 300 tied
-// top logits (more candidates than phase 4's short list); a top-k whose
+// K steps of: greedy; the model card's T 0.7 / top-p 0.8 / top-k 20; top-k 50 with every penalty; a top-k whose
 // logit_bias picks a stop id (finished at step 0); max_tokens 2; an inactive row; and a top-k over equal logits, where
 // every chunk lists all of its tokens (ties at its k-th key): past CAP at the Qwen vocabulary, so the row takes the
 // whole-vocabulary finish (phase 5's, or phase 6's with `phase6`: phases 4 and 5 in one dispatch). Same tokens,
@@ -1005,10 +1004,6 @@ void expectTopKBatchMatchesWhole(uint32_t V, uint32_t K, uint32_t seed, bool pha
   std::vector<float> logits = randomLogits(rng, size_t(K) * B * V, 2.0f);
   for (uint32_t k = 0; k < K; ++k)
     for (uint32_t i = 0; i < V; ++i) logits[(size_t(k) * B + 6) * V + i] = 1.5f;  // row 6: every logit equal
-  // Row 2: 300 tokens tied at the top, spread over the chunks, so more list entries can survive than the finish's
-  // short list holds (sample.wgsl's FCAP): its radix selects run instead. Rows 1, 3 and 4 take the short list.
-  for (uint32_t k = 0; k < K; ++k)
-    for (uint32_t j = 0; j < 300; ++j) logits[(size_t(k) * B + 2) * V + (j * 997u) % V] = 6.0f;
   std::vector<uint32_t> counts(size_t(B) * V, 0);
   for (uint32_t i = 2 * V; i < 3 * V; ++i) {  // row 2's slot: a prompt and some generated tokens
     const uint32_t roll = rng() % 6;
