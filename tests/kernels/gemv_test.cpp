@@ -551,154 +551,6 @@ TEST(GemvBatch, KernelChoiceByRowsAndWidth) {
     }
 }
 
-// Whether the adapter runs gemm_sgm.wgsl: subgroup matrices with an f16 16 x 16 x 16 shape and an f32 result
-// (EWGPU_EXPERIMENTAL=1 asks Dawn for them), f16 and subgroups of exactly 32.
-bool sgmReady(const DeviceInfo& d) {
-  if (!d.subgroup_matrix || !d.shader_f16 || !d.subgroups || d.subgroup_min_size != 32 || d.subgroup_max_size != 32)
-    return false;
-  for (const auto& c : d.subgroup_matrix_configs)
-    if (c.component == "f16" && c.result == "f32" && c.m == 16 && c.n == 16 && c.k == 16) return true;
-  return false;
-}
-
-// The f16 x̂ (gemv_half.wgsl) and the subgroup-matrix projection (gemm_sgm.wgsl) of `active` rows recorded into
-// `rec`; the tile count is the smallest that holds them.
-struct SgmRun {
-  const gpu::Kernel* half = nullptr;
-  const gpu::Kernel* proj[2] = {nullptr, nullptr};
-  gpu::BindGroup half_bg, proj_bg[2];
-  uint32_t groups = 0;
-  void record(gpu::Recorder& rec, uint32_t active, uint32_t rows) const {
-    rec.dispatch(*half, half_bg, rows);
-    rec.dispatch(*proj[active > 16 ? 1 : 0], proj_bg[active > 16 ? 1 : 0], groups);
-  }
-};
-
-SgmRun makeSgm(gpu::Context& g, uint32_t qfmt, uint32_t n, uint32_t k, uint32_t epi, bool norm, bool has_bias,
-               uint32_t x_stride, uint32_t y_stride, const gpu::Buffer& bw, const gpu::Buffer& bs,
-               const gpu::Buffer& bx, const gpu::Buffer& bn, const gpu::Buffer& bxh, const gpu::Buffer& by,
-               const gpu::Buffer& bb, const gpu::Buffer& bactive, uint32_t ns) {
-  SgmRun r;
-  auto hk = g.kernel("gemv_half", {{"K", k}, {"X_STRIDE", x_stride}, {"NORM", norm ? 1 : 0}, {"EPS", 1e-6f},
-                                   {"XS", k}});
-  EXPECT_TRUE(hk.ok()) << hk.error().toString();
-  if (!hk.ok()) return r;
-  r.half = *hk;
-  auto hb = g.bindGroup(*r.half, {{&bx}, {&bn}, {&bxh}, {&bactive}});
-  EXPECT_TRUE(hb.ok()) << hb.error().toString();
-  if (!hb.ok()) return r;
-  r.half_bg = std::move(*hb);
-  for (uint32_t mt : {1u, 2u}) {
-    auto pk = g.kernel("gemm_sgm", {{"QFMT", qfmt}, {"N", n}, {"K", k}, {"EPI", epi}, {"HAS_BIAS", has_bias ? 1 : 0},
-                                    {"Y_STRIDE", y_stride}, {"XS", k}, {"MT", mt}, {"NS", ns}});
-    EXPECT_TRUE(pk.ok()) << pk.error().toString();
-    if (!pk.ok()) return r;
-    r.proj[mt - 1] = *pk;
-    auto pb = g.bindGroup(*r.proj[mt - 1], {{&bw}, {&bs}, {&bxh}, {&by}, {&bb}, {&bactive}});
-    EXPECT_TRUE(pb.ok()) << pb.error().toString();
-    if (!pb.ok()) return r;
-    r.proj_bg[mt - 1] = std::move(*pb);
-  }
-  r.groups = (n + 16 * ns - 1) / (16 * ns);
-  return r;
-}
-
-// gemm_sgm.wgsl against the double-precision reference: f16 x̂ and f16 weights are each within 2^-11 of their
-// values, so output r is off by at most Σ_k |W[r, k] · x̂[k]| · 2^-10 (plus the f32 sums' own rounding); both q4
-// formats, every epilogue with norm and bias, a K whose 64-wide chunks leave subgroups idle (K 1088: 17 chunks over
-// 4 subgroups), row counts that leave partial tiles, active counts that take one tile and two. Rows past the active
-// count stay untouched, and a row's bits are the same whatever the active count.
-TEST(SubgroupMatrix, GemmF16MatchesReference) {
-  gpu::Context& g = ctx();
-  if (!sgmReady(g.info())) GTEST_SKIP() << "no f16 16x16x16 subgroup matrices with subgroups of 32 (EWGPU_EXPERIMENTAL=1)";
-  uint32_t seed = 1300;
-  struct C { int qfmt; uint32_t n, k, epi; bool norm, bias; };
-  for (const C& c : {C{0, 150, 1088, 0, true, true}, C{1, 70, 512, 0, false, false}, C{0, 2 * 37, 1088, 2, true, false},
-                     C{0, 90, 2048, 1, false, false}, C{0, 2 * 21, 256, 5, true, false}, C{0, 40, 128, 3, true, true}}) {
-    SCOPED_TRACE("qfmt " + std::to_string(c.qfmt) + " n " + std::to_string(c.n) + " k " + std::to_string(c.k) +
-                 " epi " + std::to_string(c.epi));
-    std::mt19937 rng(seed++);
-    std::normal_distribution<float> nd;
-    const uint32_t batch = 32, x_stride = c.k + 4;
-    PackedWeights pw = randomWeights(c.qfmt, c.n, c.k, rng);
-    const uint32_t out_w = gatedEpi(c.epi) ? c.n / 2 : c.n, y_stride = out_w + 3;
-    std::vector<float> x((size_t)batch * x_stride), nw(c.k), bias(c.n), y0((size_t)batch * y_stride);
-    for (auto& v : x) v = nd(rng);
-    for (auto& v : nw) v = 1.0f + 0.3f * nd(rng);
-    for (auto& v : bias) v = nd(rng);
-    for (auto& v : y0) v = nd(rng);
-    std::vector<double> want(y0.begin(), y0.end()), bound(want.size(), 0.0);
-    for (uint32_t b = 0; b < batch; ++b) {
-      double ss = 0;
-      for (uint32_t k = 0; k < c.k; ++k) ss += (double)x[b * x_stride + k] * x[b * x_stride + k];
-      const double rinv = 1.0 / std::sqrt(ss / c.k + 1e-6);
-      std::vector<double> xh(c.k);
-      for (uint32_t k = 0; k < c.k; ++k) xh[k] = c.norm ? x[b * x_stride + k] * rinv * nw[k] : x[b * x_stride + k];
-      auto rowdot = [&](uint32_t r) {
-        double a = 0;
-        for (uint32_t k = 0; k < c.k; ++k) a += (double)pw.deq[(size_t)r * c.k + k] * xh[k];
-        return a;
-      };
-      auto rowbound = [&](uint32_t r) {
-        double a = 0;
-        for (uint32_t k = 0; k < c.k; ++k) a += std::abs((double)pw.deq[(size_t)r * c.k + k] * xh[k]);
-        return a * std::ldexp(1.0, -10);
-      };
-      for (uint32_t r = 0; r < out_w; ++r) {
-        double& o = want[b * y_stride + r];
-        if (gatedEpi(c.epi)) {
-          double gv = rowdot(r), u = rowdot(r + c.n / 2);
-          o = gateAct(c.epi, gv) * u;
-          bound[b * y_stride + r] = swigluBound(gv, u, rowbound(r), rowbound(r + c.n / 2));
-        } else {
-          double v = rowdot(r) + (c.bias ? bias[r] : 0.0);
-          o = c.epi == 1 ? o + v : plainAct(c.epi, v);
-          bound[b * y_stride + r] = rowbound(r) * (c.epi == 3 ? 1.2 : 1.0);
-        }
-      }
-    }
-    auto bw = upload(pw.w), bs = upload(pw.s), bx = upload(x), bn = upload(nw), bb = upload(bias);
-    auto bxh = upload(std::vector<uint16_t>((size_t)batch * c.k, 0x7e00u), "xh");  // f16 NaNs until written
-    auto bactive = upload(std::vector<uint32_t>{batch, 0, 0, 0}, "active");
-    const std::vector<uint32_t> actives = {32, 17, 12, 1};
-    for (uint32_t ns : {1u, 2u, 4u}) {
-      std::vector<std::vector<float>> outs;
-      for (uint32_t active : actives) {
-        SCOPED_TRACE("column groups " + std::to_string(ns) + " active rows " + std::to_string(active));
-        std::vector<float> ystart = y0;
-        for (uint32_t b = 0; b < batch; ++b)
-          for (uint32_t r = 0; r < out_w; ++r)
-            if (c.epi != 1 || b >= active) ystart[b * y_stride + r] = std::nanf("");
-        auto by = upload(ystart);
-        SgmRun run = makeSgm(g, c.qfmt, c.n, c.k, c.epi, c.norm, c.bias, x_stride, y_stride, bw, bs, bx, bn, bxh, by,
-                             bb, bactive, ns);
-        ASSERT_TRUE(run.proj[1]);
-        uint32_t words[4] = {active, 0, 0, 0};
-        g.write(bactive, 0, words, sizeof words);
-        gpu::Recorder rec(g);
-        run.record(rec, active, batch);
-        ASSERT_TRUE(rec.submit().ok());
-        auto got = download<float>(by, y0.size());
-        std::vector<float> got_active(got.begin(), got.begin() + (size_t)active * y_stride);
-        std::vector<double> want_active(want.begin(), want.begin() + (size_t)active * y_stride);
-        std::vector<double> bound_active(bound.begin(), bound.begin() + (size_t)active * y_stride);
-        for (uint32_t b = 0; b < active; ++b)
-          for (uint32_t r = out_w; r < y_stride; ++r) want_active[b * y_stride + r] = y0[b * y_stride + r];
-        auto [worst, mean_ratio] = expectWithinQ8(got_active, want_active, bound_active, c.k);
-        std::printf("[ sgm ] qfmt %d n %u k %u epi %u ns %u active %u: worst error %.2e of max |y|, mean error / bound "
-                    "%.4f\n", c.qfmt, c.n, c.k, c.epi, ns, active, worst, mean_ratio);
-        for (size_t i = (size_t)active * y_stride; i < got.size(); ++i)
-          if (i % y_stride < out_w) { ASSERT_TRUE(std::isnan(got[i])) << "inactive row written at " << i; }
-        outs.push_back(std::move(got));
-      }
-      for (size_t a = 1; a < outs.size(); ++a)
-        for (size_t i = 0; i < (size_t)actives[a] * y_stride; ++i)
-          ASSERT_EQ(floatBits(outs[a][i]), floatBits(outs[0][i]))
-              << "row " << i / y_stride << " differs between " << actives[0] << " and " << actives[a] << " active rows";
-    }
-  }
-}
-
 // Not a test: the batched projections' GPU time on shapes of real models, for tuning (skipped unless
 // EWGPU_GEMVB_BENCH is set; GPU timestamps). Per shape, active-row count and kernel (gemv_batch.wgsl, gemm_q8.wgsl):
 // the quantizer's and the projection's µs per call (each dispatch repeated in a pass of its own) and the
@@ -716,7 +568,6 @@ TEST(GemvBatchBench, ModelShapes) {
                                  {"2B lm_head", 248320, 2048, 0, 2}});
   std::mt19937 rng(5);
   const uint32_t batch = 32, repeat = 20;
-  const bool sgm = sgmReady(g.info());
   for (const Shape& sh : shapes) {
     std::vector<uint32_t> w((size_t)sh.n * sh.k / 8), s((size_t)sh.n * sh.k / 64);
     for (auto& v : w) v = rng();
@@ -757,33 +608,6 @@ TEST(GemvBatchBench, ModelShapes) {
         const double q = (*ns)[0] / 1e3 / repeat, p = (*ns)[1] / 1e3 / repeat;
         std::printf("[ bench ] %-12s %-4s rows %2u digits %u: quant %6.1f us  proj %7.1f us  %5.1f TOP/s\n", sh.name,
                     gemm ? "gemm" : "gemv", rows, sh.digits, q, p, 2.0 * sh.n * sh.k * rows / (p * 1e-6) / 1e12);
-      }
-    }
-    if (!sgm) continue;
-    // gemm_sgm.wgsl: f16 x̂ (gemv_half.wgsl) and the subgroup-matrix projection.
-    auto bxh = upload(std::vector<uint16_t>((size_t)batch * sh.k, 0), "xh");
-    auto bb = upload(std::vector<float>(4, 0.f));
-    for (uint32_t cgroups : {1u, 2u, 4u}) {
-      SgmRun run = makeSgm(g, 0, sh.n, sh.k, sh.epi, sh.epi != 1, false, sh.k, sh.epi == 2 ? sh.n / 2 : sh.n, bw, bs,
-                           bx, bn, bxh, by, bb, bactive, cgroups);
-      ASSERT_TRUE(run.proj[1]);
-      for (uint32_t rows : {1u, 8u, 16u, 32u}) {
-        uint32_t words[4] = {rows, 0, 0, 0};
-        g.write(bactive, 0, words, sizeof words);
-        auto timer = gpu::Timer::create(g, 16);
-        ASSERT_TRUE(timer.ok());
-        gpu::Recorder rec(g, 0);
-        rec.setTimer(timer->get());
-        rec.setSplitPasses(true, repeat);
-        run.record(rec, rows, batch);
-        (*timer)->resolve(rec);
-        ASSERT_TRUE(rec.submit().ok());
-        ASSERT_TRUE(g.finish().ok());
-        auto ns = (*timer)->readPassNs(g);
-        ASSERT_TRUE(ns.ok() && ns->size() == 2);
-        const double q = (*ns)[0] / 1e3 / repeat, p = (*ns)[1] / 1e3 / repeat;
-        std::printf("[ bench ] %-12s sgm%u rows %2u f16     : half  %6.1f us  proj %7.1f us  %5.1f TFLOP/s\n", sh.name,
-                    cgroups, rows, q, p, 2.0 * sh.n * sh.k * rows / (p * 1e-6) / 1e12);
       }
     }
   }
