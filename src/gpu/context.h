@@ -40,7 +40,7 @@ struct ContextOptions {
   std::string pipeline_cache_dir = "";
   // Dawn's experimental features (allow_unsafe_apis on the adapter request): today the subgroup matrices
   // (ChromiumExperimentalSubgroupMatrix, cooperative-matrix units where the driver has them), requested when the
-  // adapter offers them. Off by default: no kernel uses them yet (docs/kernels.md, "Subgroup matrices").
+  // adapter offers them. Off by default: no kernel uses them (docs/kernels.md, "Subgroup matrices").
   // true, or EWGPU_EXPERIMENTAL=1, turns it on.
   bool experimental = false;
 };
