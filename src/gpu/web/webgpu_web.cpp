@@ -285,6 +285,7 @@ void wgpuAdapterInfoFreeMembers(WGPUAdapterInfo v) {
   std::free(const_cast<char*>(v.description.data));
 }
 void wgpuAdapterPropertiesMemoryHeapsFreeMembers(WGPUAdapterPropertiesMemoryHeaps) {}
+void wgpuAdapterPropertiesSubgroupMatrixConfigsFreeMembers(WGPUAdapterPropertiesSubgroupMatrixConfigs) {}  // never offered here
 void wgpuSupportedFeaturesFreeMembers(WGPUSupportedFeatures) {}
 void wgpuAdapterGetFeatures(WGPUAdapter, WGPUSupportedFeatures* f) { f->featureCount = 0; f->features = nullptr; }
 
