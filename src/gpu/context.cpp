@@ -285,8 +285,7 @@ Status Context::requestAdapter(const std::string& mode, bool experimental, nlohm
 #if defined(__linux__)
     opts.backendType = WGPUBackendType_Vulkan;  // never the silent Null backend
 #endif
-    WGPUDawnTogglesDescriptor adapter_toggles = unsafe_toggles;  // its own chain link
-    if (experimental) opts.nextInChain = &adapter_toggles.chain;
+    if (experimental) opts.nextInChain = &unsafe_toggles.chain;  // the instance was created: the link is free again
     struct Out {
       WGPURequestAdapterStatus status = WGPURequestAdapterStatus_Error;
       WGPUAdapter adapter = nullptr;
