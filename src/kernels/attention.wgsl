@@ -43,12 +43,6 @@ override DV: u32 = D / 4u;       // vec4 columns of a head
 override PL: u32 = WG / DV;      // position lanes in the p·v accumulation
 override TPP: u32 = 1u;          // threads per position scoring q·k (1, 2, 4, 8; > 1 needs subgroups of ≥ TPP)
 override PVU: u32 = 8u;          // V rows each p·v lane loads at once (1..8)
-// Latency (bits; EWGPU_ATTN_STAGE for A/B runs): 1 = the page-table entries a block touches are loaded once into
-// workgroup memory (the next block's while this one runs), so no K or V load waits on its own page lookup; 2 = a
-// lane's first PVU V rows are loaded with the block's K rows, before the scores and their maximum; 4 = the
-// scoring rounds run to TPP (a constant) with guards, so they unroll and every round's loads leave at once; 8 = the
-// p·v loop holds the raw words (f16: two registers a row instead of four) and unpacks them at the multiply-add.
-override STAGE: u32 = 0u;
 
 @group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;  // [tokens, HQ, D] (unused with FUSED)
 @group(0) @binding(1) var<storage, read> rows: array<u32>;
@@ -63,7 +57,6 @@ var<workgroup> qs: array<vec4<f32>, 128>;    // HEAD512 (gemma4's full layers, D
 var<workgroup> qs: array<vec4<f32>, 64>;
 //#endif
 var<workgroup> p: array<f32, WG>;
-var<workgroup> pgs: array<u32, WG / PAGE + 1u>;  // STAGE & 1, PAGED: page ids of the block's positions
 var<workgroup> accs: array<vec4<f32>, WG>;
 //#if HEAD512
 var<workgroup> kcur: array<vec4<f32>, 128>;
@@ -82,19 +75,6 @@ var<workgroup> vcur: array<vec4<f32>, 64>;
 
 //#include kv_page
 
-// STAGE & 1 with PAGED: the e-th page id of the block starting at position blk (0 past `last`'s page).
-fn stagedPage(slot: u32, blk: u32, last: u32, e: u32) -> u32 {
-  let pg = blk / PAGE + e;
-  if (e <= WG / PAGE && pg <= last / PAGE) { return rows[PT + slot * MAXP + pg]; }
-  return 0u;
-}
-
-// kvRow for position p of the block starting at blk, through the staged page ids where there are some.
-fn blkRow(slot: u32, g: u32, p: u32, blk: u32) -> u32 {
-  if (PAGED && (STAGE & 1u) != 0u) { return (pgs[p / PAGE - blk / PAGE] * HKV + g) * PAGE + p % PAGE; }
-  return kvRow(slot, g, p);
-}
-
 //#if SUBGROUPS
 // TPP > 1: the scores of block positions blk + j (j < WG), TPP threads per position (every TPP-th column, so a
 // subgroup's load instruction reads whole K rows instead of one column of 32 rows), summed by shuffles; each
@@ -105,24 +85,21 @@ fn scoreShared(blk: u32, last: u32, slot: u32, g: u32, raw_pos: u32, lid: u32) -
   let lane = lid / TPP;
   // Rounds of WG / TPP positions up to the block's last one (a short range, early in a sequence, takes one).
   let rounds = min(TPP, (min(last + 1u - blk, WG) + WG / TPP - 1u) / (WG / TPP));
-  let unroll = (STAGE & 4u) != 0u;
   var sds: array<f32, 8>;
-  for (var r = 0u; r < TPP; r++) {
-    if (!unroll && r >= rounds) { break; }
+  for (var r = 0u; r < rounds; r++) {
     let pp = blk + r * (WG / TPP) + lane;
     var d4 = vec4<f32>(0.0);
-    if (pp <= last && r < rounds) {
+    if (pp <= last) {
       if (FUSED && !KV_SHARED && pp == raw_pos) {
         for (var c = sub; c < DV; c += TPP) { d4 += qs[c] * kcur[c]; }
       } else {
-        let kr = blkRow(slot, g, pp, blk) * DV;
+        let kr = kvRow(slot, g, pp) * DV;
         for (var c = sub; c < DV; c += TPP) { d4 += qs[c] * kload(kr + c); }
       }
     }
     sds[r] = d4.x + d4.y + d4.z + d4.w;
   }
-  for (var r = 0u; r < TPP; r++) {
-    if (r >= rounds) { break; }
+  for (var r = 0u; r < rounds; r++) {
     var sd = sds[r];
     for (var m = TPP / 2u; m > 0u; m = m / 2u) { sd += subgroupShuffleXor(sd, m); }
     let j = r * (WG / TPP) + lane;
@@ -145,18 +122,6 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
   let pos = min(raw_pos, CTX - 1u);
   let g = h / (HQ / HKV);
   let qscale = SCALE * queryScale(raw_pos, Q_BETA, Q_ORIG);  // q · SCALE (ministral3: times its position's factor)
-  var first = 0u;
-  if (WINDOW > 0u && pos + 1u > WINDOW) { first = pos + 1u - WINDOW; }
-  var last = pos;                 // inclusive; first > last: an empty range
-  if (SPLIT > 1u) {
-    let chunk = (pos + SPLIT - first) / SPLIT;
-    first += wid.z * chunk;
-    last = min(pos, first + chunk - 1u);
-  }
-  // STAGE & 1: the first block's page ids are in flight during the head preparation below.
-  let staged = PAGED && (STAGE & 1u) != 0u;
-  var pgn = 0u;
-  if (staged) { pgn = stagedPage(slot, first, last, lid); }
   if (FUSED) {
     let width = qkvWidth();
     let kbase = select(HQ * D, 2u * HQ * D, GATED);
@@ -197,33 +162,22 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
     }
   }
   workgroupBarrier();
+  var first = 0u;
+  if (WINDOW > 0u && pos + 1u > WINDOW) { first = pos + 1u - WINDOW; }
+  var last = pos;                 // inclusive; first > last: an empty range
+  if (SPLIT > 1u) {
+    let chunk = (pos + SPLIT - first) / SPLIT;
+    first += wid.z * chunk;
+    last = min(pos, first + chunk - 1u);
+  }
   let col = lid % DV;
   let lane = lid / DV;
   var m = -3.0e38;
   var l = 0.0;                    // this thread's share of the softmax denominator (scaled to m)
   var acc = vec4<f32>(0.0);       // column `col`, positions ≡ lane (mod PL) of every block
   for (var blk = first; blk <= last; blk += WG) {
-    if (staged) {
-      if (lid <= WG / PAGE) { pgs[lid] = pgn; }
-      workgroupBarrier();
-      if (blk + WG <= last) { pgn = stagedPage(slot, blk + WG, last, lid); }  // the next block's, in flight
-    }
     let pp = blk + lid;
     var s = -3.0e38;
-    let cnt = min(WG, last + 1u - blk);
-    // The token's own position (FUSED) can only be the block's last: its v is vcur, not the cache row another
-    // workgroup may be writing.
-    var cc = cnt;
-    if (FUSED && !KV_SHARED && blk + cnt - 1u == raw_pos) { cc = cnt - 1u; }
-    // STAGE & 2: this lane's first PVU V rows leave with the K rows; their words are unpacked at the p·v.
-    let vpre = (STAGE & 2u) != 0u;
-    var vw: array<KVW, 8>;
-    if (vpre) {
-      for (var u = 0u; u < PVU; u++) {
-        let jj = lane + u * PL;
-        if (jj < cc) { vw[u] = vraw(blkRow(slot, g, blk + jj, blk) * DV + col); }
-      }
-    }
     // A block of more than one round's positions takes TPP threads per position; a short one (early in a sequence,
     // or a short range of a wide split) keeps a thread per position, which loads its few rows at once.
     var lanes = false;
@@ -234,7 +188,7 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
     }
 //#endif
     if (!lanes && pp <= last) {
-      let kr = blkRow(slot, g, pp, blk) * DV;
+      let kr = kvRow(slot, g, pp) * DV;
       var d4 = vec4<f32>(0.0);
       if (FUSED && !KV_SHARED && pp == raw_pos) {
         for (var j = 0u; j < DV; j++) { d4 += qs[j] * kcur[j]; }
@@ -251,29 +205,20 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
     m = mn;
     acc *= corr;
     workgroupBarrier();
-    // The other V rows are read PVU at a time, every load issued before the first multiply-add (one load per
-    // multiply-add waits a memory latency per row; H200, Qwen3-0.6B after 4000 positions: 15.0 -> 12.9 µs per
-    // layer, docs/kernels.md).
+    let cnt = min(WG, last + 1u - blk);
+    // The token's own position (FUSED) can only be the block's last: its v is vcur, not the cache row another
+    // workgroup may be writing. The others are read PVU rows at a time, every load issued before the first
+    // multiply-add (one load per multiply-add waits a memory latency per row; H200, Qwen3-0.6B after 4000
+    // positions: 15.0 -> 12.9 µs per layer, docs/kernels.md).
+    var cc = cnt;
+    if (FUSED && !KV_SHARED && blk + cnt - 1u == raw_pos) { cc = cnt - 1u; }
     var j = lane;
-    if (vpre) {
-      for (var u = 0u; u < PVU; u++) {
-        let jj = lane + u * PL;
-        if (jj < cc) { acc += p[jj] * kvdec(vw[u]); }
-      }
-      j = lane + PVU * PL;
-    }
     for (; j + (PVU - 1u) * PL < cc; j += PVU * PL) {
-      if ((STAGE & 8u) != 0u) {
-        var vr: array<KVW, 8>;
-        for (var u = 0u; u < PVU; u++) { vr[u] = vraw(blkRow(slot, g, blk + j + u * PL, blk) * DV + col); }
-        for (var u = 0u; u < PVU; u++) { acc += p[j + u * PL] * kvdec(vr[u]); }
-      } else {
-        var vv: array<vec4<f32>, 8>;
-        for (var u = 0u; u < PVU; u++) { vv[u] = vload(blkRow(slot, g, blk + j + u * PL, blk) * DV + col); }
-        for (var u = 0u; u < PVU; u++) { acc += p[j + u * PL] * vv[u]; }
-      }
+      var vv: array<vec4<f32>, 8>;
+      for (var u = 0u; u < PVU; u++) { vv[u] = vload(kvRow(slot, g, blk + j + u * PL) * DV + col); }
+      for (var u = 0u; u < PVU; u++) { acc += p[j + u * PL] * vv[u]; }
     }
-    for (; j < cc; j += PL) { acc += p[j] * vload(blkRow(slot, g, blk + j, blk) * DV + col); }
+    for (; j < cc; j += PL) { acc += p[j] * vload(kvRow(slot, g, blk + j) * DV + col); }
     if (cc < cnt && lane == cc % PL) { acc += p[cc] * vcur[col]; }
     workgroupBarrier();
   }

@@ -6,11 +6,6 @@
 @group(0) @binding(3) var<storage, read_write> vc: array<vec2<u32>>;
 fn kload(i: u32) -> vec4<f32> { let w = kc[i]; return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)); }
 fn vload(i: u32) -> vec4<f32> { let w = vc[i]; return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)); }
-// A cache entry as stored (KVW) and its values: a load whose words are unpacked at their first use, so that
-// several loads are in flight before any of them is waited for.
-alias KVW = vec2<u32>;
-fn vraw(i: u32) -> KVW { return vc[i]; }
-fn kvdec(w: KVW) -> vec4<f32> { return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)); }
 fn kvstore(i: u32, k: vec4<f32>, v: vec4<f32>) {
   kc[i] = vec2<u32>(pack2x16float(k.xy), pack2x16float(k.zw));
   vc[i] = vec2<u32>(pack2x16float(v.xy), pack2x16float(v.zw));
@@ -20,9 +15,6 @@ fn kvstore(i: u32, k: vec4<f32>, v: vec4<f32>) {
 @group(0) @binding(3) var<storage, read_write> vc: array<vec4<f32>>;
 fn kload(i: u32) -> vec4<f32> { return kc[i]; }
 fn vload(i: u32) -> vec4<f32> { return vc[i]; }
-alias KVW = vec4<f32>;
-fn vraw(i: u32) -> KVW { return vc[i]; }
-fn kvdec(w: KVW) -> vec4<f32> { return w; }
 fn kvstore(i: u32, k: vec4<f32>, v: vec4<f32>) {
   kc[i] = k;
   vc[i] = v;

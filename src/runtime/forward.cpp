@@ -336,8 +336,6 @@ Status Forward::createBuffers() {
   attn_short_ = attn_split_ > 1 ? kAttnShortDefault : 0;
   if (const char* e = std::getenv("EWGPU_ATTN_SHORT")) attn_short_ = attn_split_ > 1 ? (uint32_t)std::atoi(e) : 0;
   if (const char* e = std::getenv("EWGPU_ATTN_PVU")) attn_pvu_ = std::clamp<uint32_t>(std::atoi(e), 1, 8);
-  // attention.wgsl's latency measures (STAGE bits: staged page ids, V rows loaded with K, unrolled scoring rounds).
-  if (const char* e = std::getenv("EWGPU_ATTN_STAGE")) attn_stage_ = std::clamp<uint32_t>(std::atoi(e), 0, kAttnStageAll);
   // attention.wgsl's threads per scored position (TPP), at most the subgroup size where subgroups hold them (1
   // elsewhere); per layer, a quarter of its head's vec4 columns (the pipelines below). EWGPU_ATTN_TPP = 1 / 2 / 4 / 8
   // fixes it (a CPU adapter with subgroups takes it too: tests).
@@ -603,7 +601,6 @@ Status Forward::createDecodeOps() {
         ak["FUSED"] = pass ? 0 : 1;
         ak["SPLIT"] = pass ? 1 : attn_split_;
         ak["PVU"] = attn_pvu_;
-        if (attn_stage_ != kAttnStageDefault) ak["STAGE"] = attn_stage_;
         // Decode: a quarter of the head's vec4 columns per thread group (64-wide heads 4 threads, 128 and wider 8),
         // so each thread loads four or more and a subgroup's loads read whole K rows (docs/measurements/h200-run24).
         // The prefill walk (heads over 128 on GPUs) takes the same: H200, the 2B's 256-wide heads, the last 1024-token
@@ -626,7 +623,7 @@ Status Forward::createDecodeOps() {
         // It reads an f32 cache only: an f16 one (EWGPU_KV=f16 on a CPU adapter) goes through attention.wgsl.
         const bool cpu_attn = !kv16_ && kernels::attentionCpuServes(ctx_.info(), attn_split_);
         if (cpu_attn) {
-          for (const char* unused : {"PREFILL", "FUSED", "SPLIT", "WG", "RS", "TPP", "PVU", "STAGE"}) ak.erase(unused);
+          for (const char* unused : {"PREFILL", "FUSED", "SPLIT", "WG", "RS", "TPP", "PVU"}) ak.erase(unused);
           ak["PT"] = B * kRowWords;
           ak["PT1"] = kRowWords;
         }
@@ -637,7 +634,7 @@ Status Forward::createDecodeOps() {
                          c.n_heads % c.n_kv_heads == 0 && c.attn_softcap == 0 &&
                          !(c.rope_scaling && c.rope_scaling->llama4_beta > 0);
         if (gqa) {
-          for (const char* unused : {"PREFILL", "FUSED", "TPP", "PVU", "STAGE"}) ak.erase(unused);
+          for (const char* unused : {"PREFILL", "FUSED", "TPP", "PVU"}) ak.erase(unused);
           const uint32_t dv = D / 4;
           auto bytes = [&](uint32_t wg) { return (G * dv * 16 + G * wg * 4 + wg * 20 + 64) + 2048u + 2048u; };
           const uint32_t wg = bytes(256) <= ctx_.info().max_compute_workgroup_storage_size ? 256 : 64;

@@ -275,9 +275,6 @@ class Forward {
   uint32_t attn_tpp_cap_ = 1;    // attention.wgsl TPP (threads per scored position): at most this
   uint32_t attn_tpp_fixed_ = 0;  // EWGPU_ATTN_TPP (0: by head dim)
   uint32_t attn_pvu_ = 8;        // attention.wgsl PVU (V rows a p·v lane loads at once); EWGPU_ATTN_PVU
-  static constexpr uint32_t kAttnStageAll = 15;
-  static constexpr uint32_t kAttnStageDefault = 0;
-  uint32_t attn_stage_ = kAttnStageDefault;  // attention.wgsl STAGE (EWGPU_ATTN_STAGE, A/B runs)
   uint32_t attn_short_ = 0;      // decode positions served by attn1 (0: none); EWGPU_ATTN_SHORT
   gpu::Buffer attn_part_;
   const gpu::Kernel* combine_ = nullptr;
