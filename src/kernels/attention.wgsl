@@ -8,11 +8,9 @@
 // head of each KV group writes k and v into the cache at that position, and every workgroup uses its own copy
 // of them for that position, so no workgroup reads a cache entry written in the same dispatch. One dispatch
 // instead of two per attention layer. Only active rows (rows[b*8+2]) write the cache.
-// SPLIT > 1 (decode, flash-decoding): the dispatch's grid z (num_workgroups.z, 1..SPLIT: the host picks it per
-// step from the position, fewer ranges early in a sequence) is the number of ranges; workgroup z takes the z-th of
-// them and writes its unnormalised partial (Σ p·v, running max m, Σ p, and the range count) to out, laid out as
-// [tokens, HQ, SPLIT, D/4 + 1] vec4s; attention_combine.wgsl merges them. Few heads × one token would otherwise
-// keep most of the GPU idle.
+// SPLIT > 1 (decode, flash-decoding): workgroup z takes the z-th of SPLIT equal ranges of the positions and
+// writes its unnormalised partial (Σ p·v, running max m, Σ p) to out as [tokens, HQ, SPLIT, D/4 + 1] vec4s;
+// attention_combine.wgsl merges them. Few heads × one token would otherwise keep most of the GPU idle.
 // Per block of WG positions: every thread scores one position (q·k over D with 16-byte loads; with TPP > 1, TPP
 // neighbouring threads share a position, each taking every TPP-th column so a subgroup's loads cover whole K rows,
 // and add their parts with subgroup shuffles), one workgroup max (two barriers), then the threads split as D/4
@@ -33,7 +31,7 @@ override Q_BETA: f32 = 0.0;    // > 0: q times 1 + Q_BETA · ln(1 + floor(pos / 
 override Q_ORIG: u32 = 1u;
 override SOFTCAP: f32 = 0.0;    // > 0: scores soft-capped to SOFTCAP · tanh(s / SOFTCAP) (gemma2)
 override FUSED: bool = false;
-override SPLIT: u32 = 1u;        // decode: the most position ranges (grid z); > 1 writes attention_combine's partials
+override SPLIT: u32 = 1u;        // decode: position ranges (grid z); > 1 writes partials for attention_combine.wgsl
 override QK_NORM: bool = false;  // FUSED: per-head RMSNorm of q and k
 override V_NORM: bool = false;   // FUSED: gemma4's v RMS-normed (no weight) before the cache
 override R: u32 = 64u;           // FUSED: rotary dims (even, ≤ D)
@@ -113,8 +111,7 @@ fn scoreShared(blk: u32, last: u32, slot: u32, g: u32, raw_pos: u32, lid: u32) -
 //#endif
 
 @compute @workgroup_size(WG)
-fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>) {
+fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
   let lid = lidv.x;
   let h = wid.x;
   let i = wid.y;
@@ -169,7 +166,7 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
   if (WINDOW > 0u && pos + 1u > WINDOW) { first = pos + 1u - WINDOW; }
   var last = pos;                 // inclusive; first > last: an empty range
   if (SPLIT > 1u) {
-    let chunk = (pos + nwg.z - first) / nwg.z;
+    let chunk = (pos + SPLIT - first) / SPLIT;
     first += wid.z * chunk;
     last = min(pos, first + chunk - 1u);
   }
@@ -234,7 +231,7 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
     if (SPLIT > 1u) {
       let pb = ((i * HQ + h) * SPLIT + wid.z) * (DV + 1u);
       out[pb + lid] = o;
-      if (lid == 0u) { out[pb + DV] = vec4<f32>(m, total, f32(nwg.z), 0.0); }
+      if (lid == 0u) { out[pb + DV] = vec4<f32>(m, total, 0.0, 0.0); }
       return;
     }
     o /= total;

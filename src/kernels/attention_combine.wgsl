@@ -35,7 +35,6 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
   let lane = lid / DV;
   let live = lane < LN;           // DV not dividing 256 leaves a partial lane idle
   let pb = (i * HQ + h) * SPLIT * (DV + 1u);
-  let n = u32(part[pb + DV].z);  // the ranges this step took (Forward::attnRanges); the rest are stale
   var st: array<vec2<f32>, RMAX>;
   var pv: array<vec4<f32>, RMAX>;
   var m = -3.0e38;
@@ -45,7 +44,7 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
       let at = pb + s * (DV + 1u);
       st[r] = part[at + DV].xy;
       pv[r] = part[at + c];
-      m = max(m, select(-3.0e38, st[r].x, s < n));
+      m = max(m, st[r].x);
     }
   }
   lmax[lid] = m;
@@ -58,8 +57,8 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
     let s = lane + r * LN;
     if (live && s < SPLIT) {
       let w = exp(st[r].x - mx);
-      l += select(0.0, st[r].y * w, s < n);
-      o += select(vec4<f32>(0.0), pv[r] * w, s < n);
+      l += st[r].y * w;
+      o += pv[r] * w;
     }
   }
   lsum[lid] = l;

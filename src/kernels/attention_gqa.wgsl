@@ -46,8 +46,7 @@ var<workgroup> vcur: array<vec4<f32>, 64>;
 //#include kv_page
 
 @compute @workgroup_size(WG)
-fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>) {
+fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
   let lid = lidv.x;
   let g = wid.x;
   let i = wid.y;
@@ -78,7 +77,7 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
   if (WINDOW > 0u && pos + 1u > WINDOW) { first = pos + 1u - WINDOW; }
   var last = pos;
   if (SPLIT > 1u) {
-    let chunk = (pos + nwg.z - first) / nwg.z;  // grid z ≤ SPLIT ranges, as attention.wgsl
+    let chunk = (pos + SPLIT - first) / SPLIT;
     first += wid.z * chunk;
     last = min(pos, first + chunk - 1u);
   }
@@ -132,7 +131,7 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
       if (SPLIT > 1u) {
         let pb = ((i * HQ + h) * SPLIT + wid.z) * (DV + 1u);
         out[pb + lid] = o;
-        if (lid == 0u) { out[pb + DV] = vec4<f32>(m[j], total, f32(nwg.z), 0.0); }
+        if (lid == 0u) { out[pb + DV] = vec4<f32>(m[j], total, 0.0, 0.0); }
       } else {
         o /= total;
         if (GATED) { o = applyGate(o, i, h, lid); }

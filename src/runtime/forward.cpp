@@ -118,7 +118,6 @@ kernels::GdnPrefillAlgo gdnPrefillAlgo(const DeviceInfo& d) {
 // (docs/measurements/h200-run27), one range against the split: positions 128-256 Llama-3.2-1B 1228 / 1179 tok/s,
 // Qwen3-0.6B 994 / 975; positions 256-384 the 1B even (1219-1223 / 1222-1228), the 0.6B 816-820 / 891-914.
 constexpr uint32_t kAttnShortDefault = 256;
-constexpr uint32_t kAttnRangeDefault = 128;
 
 // Decode attention shared by a KV group on GPUs (attention_gqa.wgsl); EWGPU_ATTN_GQA=1 on, 0 off.
 bool attnGqa() {
@@ -336,9 +335,6 @@ Status Forward::createBuffers() {
   // attn_short_ positions one range per head is recorded instead (recordDecodeStep's max_pos).
   attn_short_ = attn_split_ > 1 ? kAttnShortDefault : 0;
   if (const char* e = std::getenv("EWGPU_ATTN_SHORT")) attn_short_ = attn_split_ > 1 ? (uint32_t)std::atoi(e) : 0;
-  attn_range_ = kAttnRangeDefault;
-  if (const char* e = std::getenv("EWGPU_ATTN_RANGE")) attn_range_ = (uint32_t)std::atoi(e);
-  if (const char* e = std::getenv("EWGPU_ATTN_COMBINE"); e && std::string(e) == "serial") attn_range_ = 0;
   if (const char* e = std::getenv("EWGPU_ATTN_PVU")) attn_pvu_ = std::clamp<uint32_t>(std::atoi(e), 1, 8);
   // attention.wgsl's threads per scored position (TPP), at most the subgroup size where subgroups hold them (1
   // elsewhere); per layer, a quarter of its head's vec4 columns (the pipelines below). EWGPU_ATTN_TPP = 1 / 2 / 4 / 8
@@ -824,9 +820,7 @@ Status Forward::createDecodeOps() {
   if (attn_split_ > 1 && c.n_layers > 0) {
     gpu::Constants cc{{"D", c.head_dim}, {"HQ", c.n_heads}, {"HKV", c.n_kv_heads}, {"SPLIT", attn_split_},
                       {"GATED", c.arch == Arch::kQwen3_5 ? 1 : 0}};
-    const char* ce = std::getenv("EWGPU_ATTN_COMBINE");
-    const bool serial = ce && std::string(ce) == "serial";
-    auto k = ctx_.kernel(serial ? "attention_combine_serial" : "attention_combine", cc);
+    auto k = ctx_.kernel("attention_combine", cc);
     if (!k) return std::move(k).error();
     auto bg = ctx_.bindGroup(**k, {{&attn_part_}, {&qkv_}, {&mix_}});
     if (!bg) return std::move(bg).error();
@@ -837,11 +831,6 @@ Status Forward::createDecodeOps() {
   // no flush on the way).
   stats_.decode_dispatches = decodeDispatches(SampleBatch::kSampled, UINT32_MAX);
   return {};
-}
-
-uint32_t Forward::attnRanges(uint32_t max_pos) const {
-  if (attn_split_ <= 1 || attn_range_ == 0 || max_pos == UINT32_MAX) return attn_split_;
-  return std::clamp<uint32_t>(max_pos / attn_range_ + 1, 2, attn_split_);
 }
 
 uint32_t Forward::decodeDispatches(SampleBatch batch, uint32_t max_pos) const {
@@ -1004,7 +993,7 @@ void Forward::recordDecodeStep(gpu::Recorder& rec, uint32_t rows, SampleBatch ba
       if (a.attn1 && max_pos <= attn_short_) {
         rec.dispatch(*a.attn1, a.attn1_bg, a.attn_gx, B, 1);
       } else {
-        rec.dispatch(*a.attn, a.attn_bg, a.attn_gx, B, attnRanges(max_pos));
+        rec.dispatch(*a.attn, a.attn_bg, a.attn_gx, B, attn_split_);
         if (attn_split_ > 1) rec.dispatch(*combine_, combine_bg_, c.n_heads, B);
       }
       a.o.record(rec, B);

@@ -108,10 +108,6 @@ class Forward {
   // Decode positions up to which one range per head is used (0: the split always; see max_pos above).
   uint32_t attnShortPositions() const { return attn_short_; }
   uint32_t attnSplit() const { return attn_split_; }
-  // The position ranges a split decode step takes when no row reaches past max_pos: one per attnRangePositions()
-  // positions, at most attnSplit() (all of them when that is 0 or max_pos is unknown).
-  uint32_t attnRanges(uint32_t max_pos) const;
-  uint32_t attnRangePositions() const { return attn_range_; }
   // Dispatches one decode step of max_batch rows records (Stats::decode_dispatches: a sampled batch, past
   // attnShortPositions).
   uint32_t decodeDispatches(SampleBatch batch, uint32_t max_pos) const;
@@ -280,7 +276,6 @@ class Forward {
   uint32_t attn_tpp_fixed_ = 0;  // EWGPU_ATTN_TPP (0: by head dim)
   uint32_t attn_pvu_ = 8;        // attention.wgsl PVU (V rows a p·v lane loads at once); EWGPU_ATTN_PVU
   uint32_t attn_short_ = 0;      // decode positions served by attn1 (0: none); EWGPU_ATTN_SHORT
-  uint32_t attn_range_ = 0;      // positions per range of a split step (0: attn_split_ always); EWGPU_ATTN_RANGE
   gpu::Buffer attn_part_;
   const gpu::Kernel* combine_ = nullptr;
   gpu::BindGroup combine_bg_;
