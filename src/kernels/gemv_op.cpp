@@ -290,6 +290,10 @@ Status GemvOp::createQuant(gpu::Context& ctx, const LinearWeights& w, const gpu:
 Status GemvOp::addGemm(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x, const gpu::Buffer& y,
                        const GemvConfig& cfg, uint32_t digits) {
   const DeviceInfo& d = ctx.info();
+  // EWGPU_GEMMQ_KERNEL=slice: gemm_q8.wgsl (K-sliced register tiles reading x̂ from global memory) instead of
+  // gemm_q8_wt.wgsl (workgroup-memory tiles); for A/B runs.
+  const char* kk = std::getenv("EWGPU_GEMMQ_KERNEL");
+  if (!(kk && std::string(kk) == "slice")) return addGemmTile(ctx, w, x, y, cfg, digits);
   // EWGPU_GEMMQ_KS / _NB override the defaults (tuning sweeps on a new GPU).
   uint32_t ks = cfg.gemm_ks ? cfg.gemm_ks : knob("EWGPU_GEMMQ_KS");
   if (!ks) ks = 16;
@@ -326,6 +330,70 @@ Status GemvOp::addGemm(gpu::Context& ctx, const LinearWeights& w, const gpu::Buf
                        {"DIGITS", digits}, {"XQ_ROW", row_u32}, {"MB", mb}, {"NB", nb}, {"KS", ks},
                        {"WG", ks * nb * mb}};
       auto kern = ctx.kernel("gemm_q8", k);
+      if (!kern) return std::move(kern).error();
+      const gpu::Buffer* s = w.s_chunks.empty() ? w.w_chunks[c] : w.s_chunks[c];
+      const gpu::Buffer* bb = w.bias ? w.bias : &x;
+      auto bg = ctx.bindGroup(**kern, {{w.w_chunks[c]}, {s}, {&xq_}, {&y}, {&xq_}, {bb}, {cfg.active}});
+      if (!bg) return std::move(bg).error();
+      parts[i].kernel = *kern;
+      parts[i].bg = std::move(*bg);
+      parts[i].gx = 4 * mb;  // activation rows per tile
+      parts[i].gy = gy;
+    }
+    gemm_parts_.push_back(std::move(parts));
+    row0 += n;
+  }
+  return {};
+}
+
+// gemm_q8_wt.wgsl (header there): a tile of 4·MB activation rows × NW weight rows, K in KS slices inside the
+// workgroup (MB · NW/4 · KS threads). MB is chosen per step (record()); NW and KS are fixed per op (a row's sums
+// depend on KS), KS halved until the 32-row tile's stages fit the device's workgroup memory.
+Status GemvOp::addGemmTile(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x, const gpu::Buffer& y,
+                           const GemvConfig& cfg, uint32_t digits) {
+  const DeviceInfo& d = ctx.info();
+  // EWGPU_GEMMW_NW / _KS override the defaults (sweeps).
+  uint32_t nw = cfg.gemm_nw ? cfg.gemm_nw : knob("EWGPU_GEMMW_NW");
+  if (!nw) nw = 16;
+  if (nw % 16 || nw > 64) return makeError(ErrorCode::kInternal, "gemm_q8_wt: NW must be 16, 32, 48 or 64", {{"nw", nw}});
+  uint32_t ks = cfg.gemm_ks ? cfg.gemm_ks : knob("EWGPU_GEMMW_KS");
+  const bool ks_given = ks != 0;
+  if (!ks) ks = std::max<uint32_t>(1, 128 / nw);  // 256 threads at 32 rows
+  const uint32_t max_wg = std::min<uint32_t>(256, d.max_compute_invocations_per_workgroup);
+  // The workgroup memory of the 32-row tile (MB 8; vec4 words as in the kernel's SMEM), and its threads.
+  auto smem = [&](uint32_t mb, uint32_t k) {
+    const uint32_t wb = nw / 4, wpad = k <= 8 ? (8 / k) % 8 : 1;
+    const uint32_t stage = k * (digits * 8 * mb + mb) + k * (8 * wb + wpad) + k * mb + k * wb;
+    return 16 * std::max(2 * stage, 4 * mb * wb * k);
+  };
+  max_tile_ = 0;  // the largest tile (MB = 2^max_tile_) whose workgroup fits
+  auto fits = [&](uint32_t mb, uint32_t k) {
+    return mb * (nw / 4) * k <= max_wg && smem(mb, k) <= d.max_compute_workgroup_storage_size;
+  };
+  while (!ks_given && ks > 1 && !fits(8, ks)) ks /= 2;
+  if (!fits(1, ks)) return makeError(ErrorCode::kInternal, "gemm_q8_wt: tile does not fit", {{"ks", ks}, {"nw", nw}});
+  while (max_tile_ < 3 && fits(2u << max_tile_, ks)) ++max_tile_;
+  if (uint32_t m = knob("EWGPU_GEMMQ_MAXMB")) max_tile_ = std::min<uint32_t>(max_tile_, m >= 8 ? 3 : m >= 4 ? 2 : m >= 2 ? 1 : 0);
+  if (gatedEpilogue(cfg.epi) && w.w_chunks.size() != 1)
+    return makeError(ErrorCode::kInternal, "SwiGLU gemm needs an unsplit weight", {{"chunks", w.w_chunks.size()}});
+  const uint32_t out_w = out_w_of(w, cfg);
+  const uint32_t y_stride = cfg.y_stride ? cfg.y_stride : out_w;
+  const uint32_t row_u32 = quantRowU32(w.K, digits);
+  const uint32_t wpad = ks <= 8 ? (8 / ks) % 8 : 1;
+  uint32_t row0 = 0;
+  for (size_t c = 0; c < w.w_chunks.size(); ++c) {
+    const uint32_t n = w.chunk_rows[c];
+    const uint32_t gy = (n + nw - 1) / nw;
+    if (gy > d.max_compute_workgroups_per_dimension && d.max_compute_workgroups_per_dimension)
+      return makeError(ErrorCode::kInternal, "gemm_q8_wt: too many column tiles", {{"tiles", gy}});
+    std::array<Part, 4> parts;
+    for (uint32_t i = 0; i <= max_tile_; ++i) {
+      const uint32_t mb = 1u << i;
+      gpu::Constants k{{"QFMT", (int)w.format}, {"N", n}, {"K", w.K}, {"EPI", (int)cfg.epi},
+                       {"HAS_BIAS", w.bias ? 1 : 0}, {"ROW_OFFSET", row0}, {"Y_STRIDE", y_stride},
+                       {"DIGITS", digits}, {"XQ_ROW", row_u32}, {"XQ_ROWS", cfg.batch}, {"MB", mb}, {"NW", nw},
+                       {"KS", ks}, {"WPAD", wpad}, {"WG", mb * (nw / 4) * ks}};
+      auto kern = ctx.kernel("gemm_q8_wt", k);
       if (!kern) return std::move(kern).error();
       const gpu::Buffer* s = w.s_chunks.empty() ? w.w_chunks[c] : w.s_chunks[c];
       const gpu::Buffer* bb = w.bias ? w.bias : &x;

@@ -56,6 +56,7 @@ struct GemvConfig {
   enum class BatchKernel { kAuto, kGemv, kGemm };
   BatchKernel batch_kernel = BatchKernel::kAuto;
   uint32_t gemm_ks = 0;             // gemm_q8: K slices (0: the op's default)
+  uint32_t gemm_nw = 0;             // gemm_q8_wt: weight rows per tile, a multiple of 16 up to 64 (0: the default)
 };
 
 // Engines of at least this many decode rows run their batched q4 projections through gemm_q8.wgsl, except
@@ -98,6 +99,8 @@ class GemvOp {
   // The gemm_q8 pipelines of a batched op (after createQuant).
   Status addGemm(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x, const gpu::Buffer& y,
                  const GemvConfig& cfg, uint32_t digits);
+  Status addGemmTile(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x, const gpu::Buffer& y,
+                     const GemvConfig& cfg, uint32_t digits);
   std::vector<Part> parts_;
   std::vector<gpu::Buffer> params_;  // createCpu: the layer's uniforms
   uint32_t batch_ = 1, batch_tile_ = 0;  // batched: gx = ceil(rows / batch_tile_)

@@ -265,6 +265,7 @@ struct BatchCase {
   uint32_t ksplit = 0;           // with int8 x̂: thread groups splitting K (0: the op's default)
   bool gemm = false;             // with int8 x̂: gemm_q8.wgsl instead of gemv_batch.wgsl
   uint32_t gemm_ks = 0;          // gemm_q8's K slices (0: the op's default)
+  uint32_t gemm_nw = 0;          // gemm_q8_wt's weight rows per tile (0: the op's default)
 };
 
 void runBatchCase(const BatchCase& c, uint32_t seed) {
@@ -330,6 +331,7 @@ void runBatchCase(const BatchCase& c, uint32_t seed) {
     cfg.ksplit = c.ksplit;
     cfg.batch_kernel = c.gemm ? GemvConfig::BatchKernel::kGemm : GemvConfig::BatchKernel::kGemv;
     cfg.gemm_ks = c.gemm_ks;
+    cfg.gemm_nw = c.gemm_nw;
     auto op = GemvOp::create(g, lw, bx, by, cfg);
     ASSERT_TRUE(op.ok()) << op.error().toString();
     ASSERT_EQ(op->batched(), c.batch > 1);
@@ -453,11 +455,20 @@ TEST(GemvBatch, SmallMGemm) {
     c.gemm = true;
     runBatchCase(c, seed++);
   }
-  for (uint32_t ks : {8u, 64u}) {  // other K slice counts (64: the largest tile has 16 rows, so 32 take two)
+  // Other K slice counts (1: every group in one thread; 16 on CPU adapters: the largest tile that fits has 4 rows,
+  // so 32 rows take 8 tiles) and wider column tiles (32, 64 weight rows; 70 rows leave a partial tile).
+  for (uint32_t ks : {1u, 16u}) {
     SCOPED_TRACE("K slices " + std::to_string(ks));
     BatchCase c{0, 70, 544, 32, 0, true, true, {32, 9, 2}, 0, 2};
     c.gemm = true;
     c.gemm_ks = ks;
+    runBatchCase(c, seed++);
+  }
+  for (uint32_t nw : {32u, 64u}) {
+    SCOPED_TRACE("weight rows per tile " + std::to_string(nw));
+    BatchCase c{0, nw == 32 ? 2u * 37 : 150u, 1088, 32, nw == 32 ? 2u : 1u, nw == 32, false, {32, 17, 3}, 0, 2};
+    c.gemm = true;
+    c.gemm_nw = nw;
     runBatchCase(c, seed++);
   }
 }
