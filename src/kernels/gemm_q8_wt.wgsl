@@ -36,10 +36,12 @@ override DIGITS: u32 = 2u;      // 1 or 2
 override XQ_ROW: u32 = 4u;      // u32s per row of x̂ (kernels::quantRowWords, a multiple of 4)
 override XQ_ROWS: u32 = 1u;     // rows the x̂ buffer holds (loads of rows past it are clamped into it)
 override MB: u32 = 8u;          // blocks of 4 activation rows per tile
-override NW: u32 = 16u;         // weight rows per tile: a multiple of 16
+override NW: u32 = 16u;         // weight rows per tile: a multiple of 16 (XSM off: of 4)
 override KS: u32 = 8u;          // K slices
 override WPAD: u32 = 1u;        // vec4s after each slice's weight block
 override WG: u32 = 256u;        // MB · NW / 4 · KS
+override XSM: bool = true;      // x̂ staged in workgroup memory; false: each thread loads its 4 rows' x̂ and steps
+                                // from global memory at compute time (NW may then be 4 or 8: more slices fit)
 
 @group(0) @binding(0) var<storage, read> w: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> s: array<u32>;
@@ -52,20 +54,20 @@ override WG: u32 = 256u;        // MB · NW / 4 · KS
 override R: u32 = 4u * MB;                   // activation rows per tile
 override WB: u32 = NW / 4u;                  // weight column blocks of 4
 override NCELL: u32 = MB * WB;               // thread l: cell l % NCELL (ab = cell % MB, wb = cell / MB), slice l / NCELL
-override XSB: u32 = DIGITS * 8u * MB + MB;   // one slice of the x̂ stage
+override XSB: u32 = select(0u, DIGITS * 8u * MB + MB, XSM);   // one slice of the x̂ stage
 override WSB: u32 = 8u * WB + WPAD;          // one slice of the weight stage
 override XS_N: u32 = KS * XSB;
 override WS_N: u32 = KS * WSB;
-override XSC_N: u32 = KS * MB;
+override XSC_N: u32 = select(0u, KS * MB, XSM);
 override STAGE: u32 = XS_N + WS_N + XSC_N + KS * WB;
 override SMEM: u32 = max(2u * STAGE, 4u * WG);   // the stages, or the partial sums (16 floats a thread)
 var<workgroup> sm: array<vec4<u32>, SMEM>;
 
 // Loads per step: (row, slice, digit) items of 2 x̂ vec4s, (column, slice) items of a weight vec4 and its scale,
 // (row, slice) items of an x̂ step; a thread takes items l, l + WG, ... (at most 2, 4 and 1 for NW ≥ 16).
-override XITEMS: u32 = R * KS * DIGITS;
+override XITEMS: u32 = select(0u, R * KS * DIGITS, XSM);
 override WITEMS: u32 = NW * KS;
-override SITEMS: u32 = R * KS;
+override SITEMS: u32 = select(0u, R * KS, XSM);
 override XPT: u32 = (XITEMS + WG - 1u) / WG;
 override WPT: u32 = (WITEMS + WG - 1u) / WG;
 override SPT: u32 = (SITEMS + WG - 1u) / WG;
@@ -192,17 +194,66 @@ var<private> c1: vec4<f32>;
 var<private> c2: vec4<f32>;
 var<private> c3: vec4<f32>;
 
-fn compute(st: u32, t: u32, ab: u32, wb: u32, sl: u32) {
-  if (t * KS + sl >= groupsPerRow()) { return; }
+// XSM off: digit e of group g of 4 rows from global memory, by word j: a.x .. a.w are the rows' word j.
+struct Rows4 { q: array<vec4<u32>, 8> }
+fn globalDigits(b0: u32, e: u32, g: u32) -> Rows4 {
+  var r: Rows4;
+  let G = groupsPerRow();
+  var lo: array<vec4<u32>, 4>;
+  var hi: array<vec4<u32>, 4>;
+  for (var m = 0u; m < 4u; m++) {
+    let v = (min(b0 + m, XQ_ROWS - 1u) * XQ_ROW + (e * G + g) * 8u) / 4u;
+    lo[m] = xq[v];
+    hi[m] = xq[v + 1u];
+  }
+  for (var j = 0u; j < 4u; j++) {
+    r.q[j] = vec4<u32>(lo[0][j], lo[1][j], lo[2][j], lo[3][j]);
+    r.q[4u + j] = vec4<u32>(hi[0][j], hi[1][j], hi[2][j], hi[3][j]);
+  }
+  return r;
+}
+
+fn globalSums(x: Rows4, wo: u32) -> Sums {
+  var r = Sums(vec4<i32>(0), vec4<i32>(0), vec4<i32>(0), vec4<i32>(0));
+  for (var j = 0u; j < 8u; j++) {
+    let a = x.q[j];
+    let b = sm[wo + j * WB];
+    r.t0 += vec4<i32>(dot4I8Packed(a.x, b.x), dot4I8Packed(a.x, b.y), dot4I8Packed(a.x, b.z), dot4I8Packed(a.x, b.w));
+    r.t1 += vec4<i32>(dot4I8Packed(a.y, b.x), dot4I8Packed(a.y, b.y), dot4I8Packed(a.y, b.z), dot4I8Packed(a.y, b.w));
+    r.t2 += vec4<i32>(dot4I8Packed(a.z, b.x), dot4I8Packed(a.z, b.y), dot4I8Packed(a.z, b.z), dot4I8Packed(a.z, b.w));
+    r.t3 += vec4<i32>(dot4I8Packed(a.w, b.x), dot4I8Packed(a.w, b.y), dot4I8Packed(a.w, b.z), dot4I8Packed(a.w, b.w));
+  }
+  return r;
+}
+
+fn compute(st: u32, t: u32, ab: u32, wb: u32, sl: u32, b0: u32) {
+  let g = t * KS + sl;
+  if (g >= groupsPerRow()) { return; }
   let base = st * STAGE;
   let xo = base + sl * XSB + ab;
   let wo = base + XS_N + sl * WSB + wb;
-  var r = digitSums(xo, wo);
-  if (DIGITS == 2u) {
-    let r1 = digitSums(xo + 8u * MB, wo);
-    r = Sums(r.t0 * 254 + r1.t0, r.t1 * 254 + r1.t1, r.t2 * 254 + r1.t2, r.t3 * 254 + r1.t3);
+  var r: Sums;
+  var sx: vec4<f32>;
+  if (XSM) {
+    r = digitSums(xo, wo);
+    if (DIGITS == 2u) {
+      let r1 = digitSums(xo + 8u * MB, wo);
+      r = Sums(r.t0 * 254 + r1.t0, r.t1 * 254 + r1.t1, r.t2 * 254 + r1.t2, r.t3 * 254 + r1.t3);
+    }
+    sx = bitcast<vec4<f32>>(sm[base + XS_N + WS_N + sl * MB + ab]);
+  } else {
+    let rb = b0 + 4u * ab;
+    r = globalSums(globalDigits(rb, 0u, g), wo);
+    if (DIGITS == 2u) {
+      let r1 = globalSums(globalDigits(rb, 1u, g), wo);
+      r = Sums(r.t0 * 254 + r1.t0, r.t1 * 254 + r1.t1, r.t2 * 254 + r1.t2, r.t3 * 254 + r1.t3);
+    }
+    let G = groupsPerRow();
+    for (var m = 0u; m < 4u; m++) {
+      sx[m] = bitcast<f32>(xw[min(rb + m, XQ_ROWS - 1u) * XQ_ROW + DIGITS * G * 9u + g]);
+    }
+    if (DIGITS == 2u) { sx = sx / 254.0; }
   }
-  let sx = bitcast<vec4<f32>>(sm[base + XS_N + WS_N + sl * MB + ab]);
   let sw = bitcast<vec4<f32>>(sm[base + XS_N + WS_N + XSC_N + sl * WB + wb]);
   c0 = fma(vec4<f32>(r.t0), sx.x * sw, c0);
   c1 = fma(vec4<f32>(r.t1), sx.y * sw, c1);
@@ -233,7 +284,7 @@ fn main(@builtin(local_invocation_index) l: u32, @builtin(workgroup_id) wg: vec3
   for (var t = 0u; t < steps; t++) {
     let more = t + 1u < steps;
     if (more) { load(t + 1u, l, b0, wg.y); }
-    compute(t & 1u, t, ab, wb, sl);
+    compute(t & 1u, t, ab, wb, sl, b0);
     if (more) { store((t + 1u) & 1u, l); }
     workgroupBarrier();
   }

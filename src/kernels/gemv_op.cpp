@@ -353,9 +353,15 @@ Status GemvOp::addGemmTile(gpu::Context& ctx, const LinearWeights& w, const gpu:
                            const GemvConfig& cfg, uint32_t digits) {
   const DeviceInfo& d = ctx.info();
   // EWGPU_GEMMW_NW / _KS override the defaults (sweeps).
+  // EWGPU_GEMMW_XSM=0: x̂ read from global memory at compute time instead of staged (NW may then be 4 or 8).
+  bool xsm = true;
+  if (const char* e = std::getenv("EWGPU_GEMMW_XSM")) xsm = std::string(e) != "0";
+  if (cfg.gemm_xsm >= 0) xsm = cfg.gemm_xsm != 0;
   uint32_t nw = cfg.gemm_nw ? cfg.gemm_nw : knob("EWGPU_GEMMW_NW");
   if (!nw) nw = 16;
-  if (nw % 16 || nw > 64) return makeError(ErrorCode::kInternal, "gemm_q8_wt: NW must be 16, 32, 48 or 64", {{"nw", nw}});
+  if (nw % (xsm ? 16 : 4) || nw > 64)
+    return makeError(ErrorCode::kInternal, "gemm_q8_wt: NW must be a multiple of 16 (4 without staged x̂) up to 64",
+                     {{"nw", nw}});
   uint32_t ks = cfg.gemm_ks ? cfg.gemm_ks : knob("EWGPU_GEMMW_KS");
   const bool ks_given = ks != 0;
   if (!ks) ks = std::max<uint32_t>(1, 128 / nw);  // 256 threads at 32 rows
@@ -363,7 +369,7 @@ Status GemvOp::addGemmTile(gpu::Context& ctx, const LinearWeights& w, const gpu:
   // The workgroup memory of the 32-row tile (MB 8; vec4 words as in the kernel's SMEM), and its threads.
   auto smem = [&](uint32_t mb, uint32_t k) {
     const uint32_t wb = nw / 4, wpad = k <= 8 ? (8 / k) % 8 : 1;
-    const uint32_t stage = k * (digits * 8 * mb + mb) + k * (8 * wb + wpad) + k * mb + k * wb;
+    const uint32_t stage = (xsm ? k * (digits * 8 * mb + mb) + k * mb : 0) + k * (8 * wb + wpad) + k * wb;
     return 16 * std::max(2 * stage, 4 * mb * wb * k);
   };
   max_tile_ = 0;  // the largest tile (MB = 2^max_tile_) whose workgroup fits
@@ -392,7 +398,7 @@ Status GemvOp::addGemmTile(gpu::Context& ctx, const LinearWeights& w, const gpu:
       gpu::Constants k{{"QFMT", (int)w.format}, {"N", n}, {"K", w.K}, {"EPI", (int)cfg.epi},
                        {"HAS_BIAS", w.bias ? 1 : 0}, {"ROW_OFFSET", row0}, {"Y_STRIDE", y_stride},
                        {"DIGITS", digits}, {"XQ_ROW", row_u32}, {"XQ_ROWS", cfg.batch}, {"MB", mb}, {"NW", nw},
-                       {"KS", ks}, {"WPAD", wpad}, {"WG", mb * (nw / 4) * ks}};
+                       {"KS", ks}, {"WPAD", wpad}, {"WG", mb * (nw / 4) * ks}, {"XSM", xsm ? 1 : 0}};
       auto kern = ctx.kernel("gemm_q8_wt", k);
       if (!kern) return std::move(kern).error();
       const gpu::Buffer* s = w.s_chunks.empty() ? w.w_chunks[c] : w.s_chunks[c];

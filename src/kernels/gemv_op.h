@@ -57,6 +57,7 @@ struct GemvConfig {
   BatchKernel batch_kernel = BatchKernel::kAuto;
   uint32_t gemm_ks = 0;             // gemm_q8: K slices (0: the op's default)
   uint32_t gemm_nw = 0;             // gemm_q8_wt: weight rows per tile, a multiple of 16 up to 64 (0: the default)
+  int gemm_xsm = -1;                // gemm_q8_wt: 1 x̂ staged in workgroup memory, 0 read from global (-1: default)
 };
 
 // Engines of at least this many decode rows run their batched q4 projections through gemm_q8.wgsl, except

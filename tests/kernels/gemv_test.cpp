@@ -266,6 +266,7 @@ struct BatchCase {
   bool gemm = false;             // with int8 x̂: gemm_q8.wgsl instead of gemv_batch.wgsl
   uint32_t gemm_ks = 0;          // gemm_q8's K slices (0: the op's default)
   uint32_t gemm_nw = 0;          // gemm_q8_wt's weight rows per tile (0: the op's default)
+  int gemm_xsm = -1;             // gemm_q8_wt: x̂ staged (1) or read from global memory (0); -1 the default
 };
 
 void runBatchCase(const BatchCase& c, uint32_t seed) {
@@ -332,6 +333,7 @@ void runBatchCase(const BatchCase& c, uint32_t seed) {
     cfg.batch_kernel = c.gemm ? GemvConfig::BatchKernel::kGemm : GemvConfig::BatchKernel::kGemv;
     cfg.gemm_ks = c.gemm_ks;
     cfg.gemm_nw = c.gemm_nw;
+    cfg.gemm_xsm = c.gemm_xsm;
     auto op = GemvOp::create(g, lw, bx, by, cfg);
     ASSERT_TRUE(op.ok()) << op.error().toString();
     ASSERT_EQ(op->batched(), c.batch > 1);
@@ -462,6 +464,17 @@ TEST(GemvBatch, SmallMGemm) {
     BatchCase c{0, 70, 544, 32, 0, true, true, {32, 9, 2}, 0, 2};
     c.gemm = true;
     c.gemm_ks = ks;
+    runBatchCase(c, seed++);
+  }
+  // x̂ read from global memory at compute time (the staged path's arithmetic on other loads), with 4-row tiles and
+  // 32 K slices too.
+  for (uint32_t nw : {4u, 16u}) {
+    SCOPED_TRACE("x̂ from global memory, weight rows per tile " + std::to_string(nw));
+    BatchCase c{0, 2 * 37, 1088, 32, 2, true, false, {32, 17, 5}, 0, nw == 4 ? 1u : 2u};
+    c.gemm = true;
+    c.gemm_nw = nw;
+    c.gemm_xsm = 0;
+    c.gemm_ks = nw == 4 ? 32 : 0;
     runBatchCase(c, seed++);
   }
   for (uint32_t nw : {32u, 64u}) {
