@@ -3,9 +3,9 @@
 # (gemm_q8.wgsl, EWGPU_GEMMQ_KERNEL=slice). GemvBatchBench.ModelShapes per kernel and tile width (NW 16 / 32 / 64);
 # gemv_test and batch_test at the defaults; bench concurrent at 1 / 16 / 32 streams, ABAB, 1B and 2B shapes, and
 # the LM head on the tile kernel too (EWGPU_GEMMQ_MAXN), and x̂ read from global memory (EWGPU_GEMMW_XSM=0) with more
-# K slices. Writes $OUT/a.tgz.
+# K slices. Writes its outputs under $OUT/a as they come (a run cut short keeps what it had).
 set -uo pipefail
-R=/tmp/ra; mkdir -p $R
+R=$OUT/a; mkdir -p $R
 T0=$(date +%s)
 tar xJf .h200/pack.tar.xz
 . bench/h200_env.sh
@@ -40,5 +40,4 @@ for shape in llama-3.2-1b qwen3.5-2b; do
 done
 grep -hE "PASSED|FAILED" $R/*_test.txt >> $L
 for f in $R/concurrent-*.txt; do grep -E "^== |^\| +(1|16|32) \|" $f | head -40; done
-tar czf $OUT/a.tgz -C $R .
 cat $L
