@@ -14,15 +14,7 @@ TOK=tests/fixtures/qwen3_tiny/q4f16_1/tokenizer.json
 L=$R/log.txt
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader > $L
 el() { echo "[$(( $(date +%s) - T0 )) s] $*" >> $L; }
-timeout 240 $B/tests/kernels/gemv_test > $R/gemv_test.txt 2>&1; el "gemv_test rc $?"
 timeout 240 $B/tests/runtime/batch_test > $R/batch_test.txt 2>&1; el "batch_test rc $?"
-for v in EWGPU_GEMMQ_KERNEL=slice EWGPU_GEMMW_NW=16 EWGPU_GEMMW_NW=32 EWGPU_GEMMW_NW=64 EWGPU_GEMMW_NW=16,EWGPU_GEMMW_KS=4 \
-         EWGPU_GEMMW_XSM=0 EWGPU_GEMMW_XSM=0,EWGPU_GEMMW_NW=8,EWGPU_GEMMW_KS=16 EWGPU_GEMMW_XSM=0,EWGPU_GEMMW_NW=4,EWGPU_GEMMW_KS=32; do
-  echo "== $v" >> $R/bench.txt
-  env $(echo $v | tr ',' ' ') EWGPU_GEMVB_BENCH=2 timeout 120 $B/tests/kernels/gemv_test --gtest_filter='GemvBatchBench.*' 2>&1 |
-    grep "bench \]" >> $R/bench.txt
-  el "bench $v rc $?"
-done
 for shape in llama-3.2-1b qwen3.5-2b; do
   $B/ewgpu make-tiny /tmp/m-$shape --shape $shape --quant q4f16_1 --tokenizer $TOK > /dev/null || continue
   el "made $shape"
@@ -38,6 +30,14 @@ for shape in llama-3.2-1b qwen3.5-2b; do
   done
   rm -rf /tmp/m-$shape
 done
+for v in EWGPU_GEMMQ_KERNEL=slice EWGPU_GEMMW_NW=16 EWGPU_GEMMW_NW=32 EWGPU_GEMMW_NW=64 EWGPU_GEMMW_NW=16,EWGPU_GEMMW_KS=4 \
+         EWGPU_GEMMW_XSM=0 EWGPU_GEMMW_XSM=0,EWGPU_GEMMW_NW=8,EWGPU_GEMMW_KS=16 EWGPU_GEMMW_XSM=0,EWGPU_GEMMW_NW=4,EWGPU_GEMMW_KS=32; do
+  echo "== $v" >> $R/bench.txt
+  env $(echo $v | tr ',' ' ') EWGPU_GEMVB_BENCH=2 timeout 120 $B/tests/kernels/gemv_test --gtest_filter='GemvBatchBench.*' 2>&1 |
+    grep "bench \]" >> $R/bench.txt
+  el "bench $v rc $?"
+done
+timeout 240 $B/tests/kernels/gemv_test > $R/gemv_test.txt 2>&1; el "gemv_test rc $?"
 grep -hE "PASSED|FAILED" $R/*_test.txt >> $L
 for f in $R/concurrent-*.txt; do grep -E "^== |^\| +(1|16|32) \|" $f | head -40; done
 cat $L
