@@ -293,7 +293,9 @@ Status GemvOp::addGemm(gpu::Context& ctx, const LinearWeights& w, const gpu::Buf
   // EWGPU_GEMMQ_KERNEL=slice: gemm_q8.wgsl (K-sliced register tiles reading x̂ from global memory) instead of
   // gemm_q8_wt.wgsl (workgroup-memory tiles); for A/B runs.
   const char* kk = std::getenv("EWGPU_GEMMQ_KERNEL");
-  if (!(kk && std::string(kk) == "slice")) return addGemmTile(ctx, w, x, y, cfg, digits);
+  bool tile = !(kk && std::string(kk) == "slice");
+  if (cfg.gemm_tile >= 0) tile = cfg.gemm_tile != 0;
+  if (tile) return addGemmTile(ctx, w, x, y, cfg, digits);
   // EWGPU_GEMMQ_KS / _NB override the defaults (tuning sweeps on a new GPU).
   uint32_t ks = cfg.gemm_ks ? cfg.gemm_ks : knob("EWGPU_GEMMQ_KS");
   if (!ks) ks = 16;

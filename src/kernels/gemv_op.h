@@ -10,6 +10,7 @@
 
 #include <array>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace ewgpu::kernels {
@@ -55,7 +56,8 @@ struct GemvConfig {
   // overrides both, EWGPU_GEMMQ_MAXN the second).
   enum class BatchKernel { kAuto, kGemv, kGemm };
   BatchKernel batch_kernel = BatchKernel::kAuto;
-  uint32_t gemm_ks = 0;             // gemm_q8: K slices (0: the op's default)
+  int gemm_tile = -1;               // 1 gemm_q8_wt (workgroup-memory tiles), 0 gemm_q8 (K-sliced); -1 the default
+  uint32_t gemm_ks = 0;             // gemm_q8 / gemm_q8_wt: K slices (0: the op's default)
   uint32_t gemm_nw = 0;             // gemm_q8_wt: weight rows per tile, a multiple of 16 up to 64 (0: the default)
   int gemm_xsm = -1;                // gemm_q8_wt: 1 x̂ staged in workgroup memory, 0 read from global (-1: default)
 };
@@ -80,7 +82,9 @@ class GemvOp {
     return (uint32_t)(parts_.size() + gemm_parts_.size()) + (quant_.kernel ? 1 : 0);
   }
   bool batched() const { return batch_tile_ > 0; }
-  bool gemm() const { return !gemm_parts_.empty(); }  // gemm_q8.wgsl instead of gemv_batch.wgsl
+  bool gemm() const { return !gemm_parts_.empty(); }  // a small-M GEMM instead of gemv_batch.wgsl
+  // The GEMM's kernel ("gemm_q8_wt" or "gemm_q8"), or "" without one.
+  std::string gemmKernel() const { return gemm() ? gemm_parts_[0][0].kernel->name : std::string(); }
 
  private:
   struct Part {

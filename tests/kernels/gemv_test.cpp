@@ -264,7 +264,8 @@ struct BatchCase {
   uint32_t q8 = 0;               // int8 x̂ digits (q4 formats; 0: f32 x̂)
   uint32_t ksplit = 0;           // with int8 x̂: thread groups splitting K (0: the op's default)
   bool gemm = false;             // with int8 x̂: gemm_q8.wgsl instead of gemv_batch.wgsl
-  uint32_t gemm_ks = 0;          // gemm_q8's K slices (0: the op's default)
+  int gemm_tile = -1;            // 1 gemm_q8_wt, 0 gemm_q8 (the K-sliced kernel); -1 the op's default
+  uint32_t gemm_ks = 0;          // the GEMM's K slices (0: the op's default)
   uint32_t gemm_nw = 0;          // gemm_q8_wt's weight rows per tile (0: the op's default)
   int gemm_xsm = -1;             // gemm_q8_wt: x̂ staged (1) or read from global memory (0); -1 the default
 };
@@ -331,6 +332,7 @@ void runBatchCase(const BatchCase& c, uint32_t seed) {
     cfg.act = c.q8 == 2 ? Activations::kInt16 : c.q8 == 1 ? Activations::kInt8 : Activations::kF32;
     cfg.ksplit = c.ksplit;
     cfg.batch_kernel = c.gemm ? GemvConfig::BatchKernel::kGemm : GemvConfig::BatchKernel::kGemv;
+    cfg.gemm_tile = c.gemm_tile;
     cfg.gemm_ks = c.gemm_ks;
     cfg.gemm_nw = c.gemm_nw;
     cfg.gemm_xsm = c.gemm_xsm;
@@ -338,6 +340,9 @@ void runBatchCase(const BatchCase& c, uint32_t seed) {
     ASSERT_TRUE(op.ok()) << op.error().toString();
     ASSERT_EQ(op->batched(), c.batch > 1);
     ASSERT_EQ(op->gemm(), c.gemm);
+    if (c.gemm && c.gemm_tile >= 0) {
+      ASSERT_EQ(op->gemmKernel(), c.gemm_tile ? "gemm_q8_wt" : "gemm_q8");
+    }
     uint32_t words[4] = {active, 0, 0, 0};
     g.write(bactive, 0, words, sizeof words);
     gpu::Recorder rec(g);
@@ -475,6 +480,15 @@ TEST(GemvBatch, SmallMGemm) {
     c.gemm_nw = nw;
     c.gemm_xsm = 0;
     c.gemm_ks = nw == 4 ? 32 : 0;
+    runBatchCase(c, seed++);
+  }
+  // The K-sliced kernel (gemm_q8.wgsl, EWGPU_GEMMQ_KERNEL=slice): one and two digits, 8 and 16 slices.
+  for (uint32_t digits : {1u, 2u}) {
+    SCOPED_TRACE("K-sliced kernel, digits " + std::to_string(digits));
+    BatchCase c{0, 2 * 37, 1088, 32, 2, true, false, {32, 17, 5}, 0, digits};
+    c.gemm = true;
+    c.gemm_tile = 0;
+    c.gemm_ks = digits == 1 ? 8 : 16;
     runBatchCase(c, seed++);
   }
   for (uint32_t nw : {32u, 64u}) {
