@@ -290,10 +290,11 @@ Status GemvOp::createQuant(gpu::Context& ctx, const LinearWeights& w, const gpu:
 Status GemvOp::addGemm(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x, const gpu::Buffer& y,
                        const GemvConfig& cfg, uint32_t digits) {
   const DeviceInfo& d = ctx.info();
-  // EWGPU_GEMMQ_KERNEL=slice: gemm_q8.wgsl (K-sliced register tiles reading x̂ from global memory) instead of
-  // gemm_q8_wt.wgsl (workgroup-memory tiles); for A/B runs.
+  // EWGPU_GEMMQ_KERNEL=tile: gemm_q8_wt.wgsl (workgroup-memory tiles) instead of gemm_q8.wgsl (K-sliced register
+  // tiles reading x̂ from global memory). gemm_q8 stays the default until the tile kernel is measured on a GPU: it
+  // is tested on SwiftShader only (docs/kernels.md, "Small-M GEMM").
   const char* kk = std::getenv("EWGPU_GEMMQ_KERNEL");
-  bool tile = !(kk && std::string(kk) == "slice");
+  bool tile = kk && std::string(kk) == "tile";
   if (cfg.gemm_tile >= 0) tile = cfg.gemm_tile != 0;
   if (tile) return addGemmTile(ctx, w, x, y, cfg, digits);
   // EWGPU_GEMMQ_KS / _NB override the defaults (tuning sweeps on a new GPU).

@@ -439,62 +439,63 @@ TEST(GemvBatch, Int8Activations) {
   for (uint32_t epi : {0u, 1u, 2u}) runBatchCase({0, 2 * 45, 1088, 8, epi, epi != 1, epi == 0, {8, 3}, 4, 2, 4}, seed++);
 }
 
-// The small-M GEMM (gemm_q8.wgsl: the batched int8-x̂ projections of engines of kGemmMinBatch rows or more): one
-// and two digits, both q4 formats, every epilogue, norm and bias; 32 rows with active counts that take each tile
-// (4, 8, 16, 32 rows: the tile is chosen per step) and leave partial ones; row counts that leave partial weight
-// blocks, a K whose slices get unequal group counts (34 groups in 16 slices), other slice counts. Each output
-// within the quantization bound, and bit-identical across active counts, so across tiles.
+// The small-M GEMMs (gemm_q8.wgsl, the default, and gemm_q8_wt.wgsl, EWGPU_GEMMQ_KERNEL=tile: the batched int8-x̂
+// projections of engines of kGemmMinBatch rows or more), each: one and two digits, both q4 formats, every epilogue,
+// norm and bias; 32 rows with active counts that take each tile (4, 8, 16, 32 rows: the tile is chosen per step) and
+// leave partial ones; row counts that leave partial weight tiles, a K whose slices get unequal group counts (34
+// groups in 16 slices). Then each kernel's other slice counts and gemm_q8_wt's other tile widths and x̂ from global
+// memory. Each output within the quantization bound, and bit-identical across active counts, so across tiles.
 TEST(GemvBatch, SmallMGemm) {
   if (!ctx().info().packed_dot4) GTEST_SKIP() << "no WGSL packed dot product";
   uint32_t seed = 900;
-  for (uint32_t digits : {1u, 2u})
-    for (int q : {0, 1})
-      for (uint32_t epi : {0u, 1u, 2u}) {
-        if (q == 1 && (epi != 0 || digits == 1)) continue;  // q4f32_1 differs only in the scale load
-        if (digits == 1 && epi != 0) continue;  // the digits meet the epilogues in the same code
-        SCOPED_TRACE("digits " + std::to_string(digits) + " qfmt " + std::to_string(q) + " epi " + std::to_string(epi));
-        BatchCase c{q, epi == 2 ? 2u * 37 : 150u, 1088, 32, epi, epi != 1, epi == 0, {32, 17, 12, 5, 1}, 0, digits};
-        c.gemm = true;
-        runBatchCase(c, seed++);
-      }
-  for (uint32_t epi : {3u, 5u}) {  // GELU after the bias (4, tanh, differs only in activation.wgsl), GeGLU
-    BatchCase c{0, 2 * 21, 256, 8, epi, true, epi != 5, {8, 3}, 0, 2};
-    c.gemm = true;
-    runBatchCase(c, seed++);
-  }
-  // Other K slice counts (1: every group in one thread; 16 on CPU adapters: the largest tile that fits has 4 rows,
-  // so 32 rows take 8 tiles) and wider column tiles (32, 64 weight rows; 70 rows leave a partial tile).
-  for (uint32_t ks : {1u, 16u}) {
-    SCOPED_TRACE("K slices " + std::to_string(ks));
+  for (int tile : {0, 1})
+    for (uint32_t digits : {1u, 2u})
+      for (int q : {0, 1})
+        for (uint32_t epi : {0u, 1u, 2u}) {
+          if (q == 1 && (epi != 0 || digits == 1)) continue;  // q4f32_1 differs only in the scale load
+          if (digits == 1 && epi != 0) continue;  // the digits meet the epilogues in the same code
+          SCOPED_TRACE(std::string(tile ? "gemm_q8_wt" : "gemm_q8") + " digits " + std::to_string(digits) + " qfmt " +
+                       std::to_string(q) + " epi " + std::to_string(epi));
+          BatchCase c{q, epi == 2 ? 2u * 37 : 150u, 1088, 32, epi, epi != 1, epi == 0, {32, 17, 12, 5, 1}, 0, digits};
+          c.gemm = true;
+          c.gemm_tile = tile;
+          runBatchCase(c, seed++);
+        }
+  for (int tile : {0, 1})
+    for (uint32_t epi : {3u, 5u}) {  // GELU after the bias (4, tanh, differs only in activation.wgsl), GeGLU
+      BatchCase c{0, 2 * 21, 256, 8, epi, true, epi != 5, {8, 3}, 0, 2};
+      c.gemm = true;
+      c.gemm_tile = tile;
+      runBatchCase(c, seed++);
+    }
+  // Other K slice counts: gemm_q8 8 (its default is 16); gemm_q8_wt 1 (every group in one thread) and 16 (on CPU
+  // adapters the largest tile that fits then has 4 rows, so 32 rows take 8 tiles).
+  for (auto [tile, ks] : {std::pair{0, 8u}, std::pair{1, 1u}, std::pair{1, 16u}}) {
+    SCOPED_TRACE(std::string(tile ? "gemm_q8_wt" : "gemm_q8") + " K slices " + std::to_string(ks));
     BatchCase c{0, 70, 544, 32, 0, true, true, {32, 9, 2}, 0, 2};
     c.gemm = true;
+    c.gemm_tile = tile;
     c.gemm_ks = ks;
     runBatchCase(c, seed++);
   }
-  // x̂ read from global memory at compute time (the staged path's arithmetic on other loads), with 4-row tiles and
-  // 32 K slices too.
+  // gemm_q8_wt, x̂ read from global memory at compute time (the staged path's arithmetic on other loads), with
+  // 4-row tiles and 32 K slices too.
   for (uint32_t nw : {4u, 16u}) {
     SCOPED_TRACE("x̂ from global memory, weight rows per tile " + std::to_string(nw));
     BatchCase c{0, 2 * 37, 1088, 32, 2, true, false, {32, 17, 5}, 0, nw == 4 ? 1u : 2u};
     c.gemm = true;
+    c.gemm_tile = 1;
     c.gemm_nw = nw;
     c.gemm_xsm = 0;
     c.gemm_ks = nw == 4 ? 32 : 0;
     runBatchCase(c, seed++);
   }
-  // The K-sliced kernel (gemm_q8.wgsl, EWGPU_GEMMQ_KERNEL=slice): one and two digits, 8 and 16 slices.
-  for (uint32_t digits : {1u, 2u}) {
-    SCOPED_TRACE("K-sliced kernel, digits " + std::to_string(digits));
-    BatchCase c{0, 2 * 37, 1088, 32, 2, true, false, {32, 17, 5}, 0, digits};
-    c.gemm = true;
-    c.gemm_tile = 0;
-    c.gemm_ks = digits == 1 ? 8 : 16;
-    runBatchCase(c, seed++);
-  }
+  // gemm_q8_wt's wider column tiles (32, 64 weight rows; 70 rows leave a partial tile).
   for (uint32_t nw : {32u, 64u}) {
     SCOPED_TRACE("weight rows per tile " + std::to_string(nw));
     BatchCase c{0, nw == 32 ? 2u * 37 : 150u, 1088, 32, nw == 32 ? 2u : 1u, nw == 32, false, {32, 17, 3}, 0, 2};
     c.gemm = true;
+    c.gemm_tile = 1;
     c.gemm_nw = nw;
     runBatchCase(c, seed++);
   }
