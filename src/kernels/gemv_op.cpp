@@ -291,8 +291,8 @@ Status GemvOp::addGemm(gpu::Context& ctx, const LinearWeights& w, const gpu::Buf
                        const GemvConfig& cfg, uint32_t digits) {
   const DeviceInfo& d = ctx.info();
   // EWGPU_GEMMQ_KERNEL=tile: gemm_q8_wt.wgsl (workgroup-memory tiles) instead of gemm_q8.wgsl (K-sliced register
-  // tiles reading x̂ from global memory). gemm_q8 stays the default until the tile kernel is measured on a GPU: it
-  // is tested on SwiftShader only (docs/kernels.md, "Small-M GEMM").
+  // tiles reading x̂ from global memory). On an H100 the tile kernel was slower in the engine (1B, 32 streams: 6,986
+  // against 9,018 tok/s) and faster on gate_up alone (docs/measurements/h100-run35).
   const char* kk = std::getenv("EWGPU_GEMMQ_KERNEL");
   bool tile = kk && std::string(kk) == "tile";
   if (cfg.gemm_tile >= 0) tile = cfg.gemm_tile != 0;
