@@ -58,7 +58,7 @@ struct GemvConfig {
   BatchKernel batch_kernel = BatchKernel::kAuto;
   int gemm_tile = -1;               // 1 gemm_q8_wt (workgroup-memory tiles), 0 gemm_q8 (K-sliced); -1 the default
   uint32_t gemm_ks = 0;             // gemm_q8 / gemm_q8_wt: K slices (0: the op's default)
-  uint32_t gemm_nw = 0;             // gemm_q8_wt: weight rows per tile, a multiple of 16 up to 64 (0: the default)
+  uint32_t gemm_nw = 0;             // gemm_q8_wt: weight rows per tile, 16·i up to 64, 4·i unstaged (0: the default)
   int gemm_xsm = -1;                // gemm_q8_wt: 1 x̂ staged in workgroup memory, 0 read from global (-1: default)
 };
 
