@@ -369,9 +369,11 @@ Status GemvOp::addGemmTile(gpu::Context& ctx, const LinearWeights& w, const gpu:
   const bool ks_given = ks != 0;
   if (!ks) ks = std::max<uint32_t>(1, 128 / nw);  // 256 threads at 32 rows
   const uint32_t max_wg = std::min<uint32_t>(256, d.max_compute_invocations_per_workgroup);
-  // The workgroup memory of the 32-row tile (MB 8; vec4 words as in the kernel's SMEM), and its threads.
+  // The weight stage's pad per slice (the kernel's WPAD), and the workgroup memory of a tile (vec4 words as in
+  // the kernel's SMEM).
+  auto wpad_of = [](uint32_t k) { return k <= 8 ? (8 / k) % 8 : 1u; };
   auto smem = [&](uint32_t mb, uint32_t k) {
-    const uint32_t wb = nw / 4, wpad = k <= 8 ? (8 / k) % 8 : 1;
+    const uint32_t wb = nw / 4, wpad = wpad_of(k);
     const uint32_t stage = (xsm ? k * (digits * 8 * mb + mb) + k * mb : 0) + k * (8 * wb + wpad) + k * wb;
     return 16 * std::max(2 * stage, 4 * mb * wb * k);
   };
@@ -388,7 +390,7 @@ Status GemvOp::addGemmTile(gpu::Context& ctx, const LinearWeights& w, const gpu:
   const uint32_t out_w = out_w_of(w, cfg);
   const uint32_t y_stride = cfg.y_stride ? cfg.y_stride : out_w;
   const uint32_t row_u32 = quantRowU32(w.K, digits);
-  const uint32_t wpad = ks <= 8 ? (8 / ks) % 8 : 1;
+  const uint32_t wpad = wpad_of(ks);
   uint32_t row0 = 0;
   for (size_t c = 0; c < w.w_chunks.size(); ++c) {
     const uint32_t n = w.chunk_rows[c];
