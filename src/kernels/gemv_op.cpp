@@ -290,11 +290,15 @@ Status GemvOp::createQuant(gpu::Context& ctx, const LinearWeights& w, const gpu:
 Status GemvOp::addGemm(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x, const gpu::Buffer& y,
                        const GemvConfig& cfg, uint32_t digits) {
   const DeviceInfo& d = ctx.info();
-  // EWGPU_GEMMQ_KERNEL=tile: gemm_q8_wt.wgsl (workgroup-memory tiles) instead of gemm_q8.wgsl (K-sliced register
-  // tiles reading x̂ from global memory). On an H100 the tile kernel was slower in the engine (1B, 32 streams: 6,986
-  // against 9,018 tok/s) and faster on gate_up alone (docs/measurements/h100-run35).
-  const char* kk = std::getenv("EWGPU_GEMMQ_KERNEL");
-  bool tile = kk && std::string(kk) == "tile";
+  // gemm_q8.wgsl (K-sliced register tiles reading x̂ from global memory) unless the environment asks for
+  // gemm_q8_wt.wgsl (workgroup-memory tiles): EWGPU_GEMMQ_TILE_ROWS=n for matrices of n weight rows or more,
+  // EWGPU_GEMMQ_KERNEL=tile / slice for every op (kGemmWideRows in gemv_op.h says what they measured).
+  const uint32_t tile_rows = knob("EWGPU_GEMMQ_TILE_ROWS");
+  bool tile = tile_rows && w.N >= tile_rows;
+  if (const char* kk = std::getenv("EWGPU_GEMMQ_KERNEL")) {
+    if (std::string(kk) == "tile") tile = true;
+    if (std::string(kk) == "slice") tile = false;
+  }
   if (cfg.gemm_tile >= 0) tile = cfg.gemm_tile != 0;
   if (tile) return addGemmTile(ctx, w, x, y, cfg, digits);
   // EWGPU_GEMMQ_KS / _NB override the defaults (tuning sweeps on a new GPU).
@@ -360,8 +364,10 @@ Status GemvOp::addGemmTile(gpu::Context& ctx, const LinearWeights& w, const gpu:
   bool xsm = true;
   if (const char* e = std::getenv("EWGPU_GEMMW_XSM")) xsm = std::string(e) != "0";
   if (cfg.gemm_xsm >= 0) xsm = cfg.gemm_xsm != 0;
+  // The width: 64 weight rows for wide matrices (H100, 1B shapes at 32 rows, µs at NW 64 / 32 / 16: gate/up 46.0 /
+  // 49.2 / 77.5, LM head 488.5 / 702.6 / -), 16 below (o, down: 20.3 and 42.6 at 16, slower wider); h100-run35/36.
   uint32_t nw = cfg.gemm_nw ? cfg.gemm_nw : knob("EWGPU_GEMMW_NW");
-  if (!nw) nw = 16;
+  if (!nw) nw = w.N >= kGemmWideRows ? 64 : 16;
   if (nw % (xsm ? 16 : 4) || nw > 64)
     return makeError(ErrorCode::kInternal, "gemm_q8_wt: NW must be a multiple of 16 (4 without staged x̂) up to 64",
                      {{"nw", nw}});

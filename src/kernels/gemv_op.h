@@ -57,8 +57,10 @@ struct GemvConfig {
   enum class BatchKernel { kAuto, kGemv, kGemm };
   BatchKernel batch_kernel = BatchKernel::kAuto;
   int gemm_tile = -1;               // 1 gemm_q8_wt (workgroup-memory tiles), 0 gemm_q8 (K-sliced); -1 the default
+                                    // (gemm_q8; the environment, kGemmWideRows says how)
   uint32_t gemm_ks = 0;             // gemm_q8 / gemm_q8_wt: K slices (0: the op's default)
-  uint32_t gemm_nw = 0;             // gemm_q8_wt: weight rows per tile, 16·i up to 64, 4·i unstaged (0: the default)
+  uint32_t gemm_nw = 0;             // gemm_q8_wt: weight rows per tile, 16·i up to 64, 4·i unstaged (0: 64 for
+                                    // matrices of kGemmWideRows rows or more, else 16)
   int gemm_xsm = -1;                // gemm_q8_wt: 1 x̂ staged in workgroup memory, 0 read from global (-1: default)
 };
 
@@ -71,6 +73,13 @@ struct GemvConfig {
 // the 1B's gate/up) 8.4 / 20.9 / 37.0 / 68.1 against 10.4 / 19.8 / 32.0 / 57.7.
 inline constexpr uint32_t kGemmMinBatch = 32;
 inline constexpr uint32_t kGemmMaxRows = 65536;
+// gemm_q8_wt.wgsl's default width for matrices of at least kGemmWideRows weight rows (the MLP's gate/up, the LM
+// head): 64 weight rows per tile, else 16. The GEMM is gemm_q8.wgsl for every op unless EWGPU_GEMMQ_TILE_ROWS=n puts
+// the matrices of n rows or more on gemm_q8_wt (fixed per op, so rows stay bit-identical across steps), or
+// EWGPU_GEMMQ_KERNEL=tile every op. Not the default: on an H100 (docs/measurements/h100-run36) gate/up on it took a
+// 32-row engine's Llama-3.2-1B from 9.0k to 9.5k tok/s at 32 streams but from 6.3k to 6.2k at 16 and from 800 to
+// 590 with one stream (its 4-row tile has 32 threads), and left Qwen3.5-2B unchanged at 32 and slower below.
+inline constexpr uint32_t kGemmWideRows = 12288;
 
 class GemvOp {
  public:

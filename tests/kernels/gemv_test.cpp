@@ -490,10 +490,12 @@ TEST(GemvBatch, SmallMGemm) {
     c.gemm_ks = nw == 4 ? 32 : 0;
     runBatchCase(c, seed++);
   }
-  // gemm_q8_wt's wider column tiles (32, 64 weight rows; 70 rows leave a partial tile).
+  // gemm_q8_wt's wider column tiles (32, 64 weight rows; 74 and 150 rows leave partial tiles). 64 is its default
+  // for wide matrices (kGemmWideRows): the MLP's gate/up, SwiGLU with one digit in engines.
   for (uint32_t nw : {32u, 64u}) {
     SCOPED_TRACE("weight rows per tile " + std::to_string(nw));
-    BatchCase c{0, nw == 32 ? 2u * 37 : 150u, 1088, 32, nw == 32 ? 2u : 1u, nw == 32, false, {32, 17, 3}, 0, 2};
+    BatchCase c = nw == 32 ? BatchCase{0, 2u * 37, 1088, 32, 2, true, false, {32, 17, 3}, 0, 2}
+                           : BatchCase{0, 2u * 75, 1088, 32, 2, true, false, {32, 17, 3}, 0, 1};
     c.gemm = true;
     c.gemm_tile = 1;
     c.gemm_nw = nw;
@@ -590,8 +592,47 @@ TEST(GemvBatch, KernelChoiceByRowsAndWidth) {
     }
 }
 
+// Which GEMM a 32-row engine's op takes: gemm_q8.wgsl by default; gemm_q8_wt.wgsl for matrices of at least
+// EWGPU_GEMMQ_TILE_ROWS weight rows where that is set; GemvConfig::gemm_tile overrides both. The results of both
+// kernels are checked in SmallMGemm.
+TEST(GemvBatch, GemmKernelChoice) {
+  gpu::Context& g = ctx();
+  if (!g.info().packed_dot4) GTEST_SKIP() << "no WGSL packed dot product";
+  if (std::getenv("EWGPU_GEMMQ_KERNEL") || std::getenv("EWGPU_GEMMQ_TILE_ROWS")) GTEST_SKIP() << "kernel forced";
+  const uint32_t batch = kGemmMinBatch, bound = 96;
+  for (bool env : {false, true})
+    for (uint32_t n : {bound - 4, bound})
+      for (int forced : {-1, 0, 1}) {
+        SCOPED_TRACE("rows " + std::to_string(n) + " gemm_tile " + std::to_string(forced) +
+                     (env ? " EWGPU_GEMMQ_TILE_ROWS 96" : ""));
+        if (env) setenv("EWGPU_GEMMQ_TILE_ROWS", std::to_string(bound).c_str(), 1);
+        std::vector<uint32_t> w((size_t)n * 32 / 8, 0x88888888u), s((size_t)n / 2 + 1, 0x3c003c00u);
+        std::vector<float> x((size_t)batch * 32, 1.0f), y((size_t)batch * n, 0.f);
+        auto bw = upload(w), bs = upload(s), bx = upload(x), by = upload(y);
+        auto bactive = upload(std::vector<uint32_t>{batch, 0, 0, 0}, "active");
+        LinearWeights lw;
+        lw.w_chunks = {&bw};
+        lw.s_chunks = {&bs};
+        lw.chunk_rows = {n};
+        lw.N = n;
+        lw.K = 32;
+        lw.format = WeightFormat::kQ4F16;
+        GemvConfig cfg{Epilogue::kStore, batch, nullptr, 1e-6f, 0, 0};
+        cfg.active = &bactive;
+        cfg.act = Activations::kInt8;
+        cfg.gemm_tile = forced;
+        auto op = GemvOp::create(g, lw, bx, by, cfg);
+        unsetenv("EWGPU_GEMMQ_TILE_ROWS");
+        ASSERT_TRUE(op.ok()) << op.error().toString();
+        ASSERT_TRUE(op->gemm());
+        const bool tile = forced >= 0 ? forced == 1 : env && n >= bound;
+        EXPECT_EQ(op->gemmKernel(), tile ? "gemm_q8_wt" : "gemm_q8");
+      }
+}
+
 // Not a test: the batched projections' GPU time on shapes of real models, for tuning (skipped unless
-// EWGPU_GEMVB_BENCH is set; GPU timestamps). Per shape, active-row count and kernel (gemv_batch.wgsl, gemm_q8.wgsl):
+// EWGPU_GEMVB_BENCH is set; GPU timestamps). Per shape, active-row count and kernel (gemv_batch.wgsl, gemm_q8.wgsl,
+// gemm_q8_wt.wgsl at its default width for the shape, EWGPU_GEMMW_NW overriding it):
 // the quantizer's and the projection's µs per call (each dispatch repeated in a pass of its own) and the
 // projection's int8 TOP/s (2 · N · K · rows). EWGPU_GEMVB_BENCH=2 runs the Qwen3.5-2B shapes too.
 TEST(GemvBatchBench, ModelShapes) {
@@ -604,6 +645,8 @@ TEST(GemvBatchBench, ModelShapes) {
                                {"1B down", 2048, 8192, 1, 1}, {"1B lm_head", 128256, 2048, 0, 2}};
   if (std::string(mode) == "2")
     shapes.insert(shapes.end(), {{"2B gate_up", 12288, 2048, 2, 1}, {"2B down", 2048, 6144, 1, 1},
+                                 {"2B gdn_in", 8224, 2048, 0, 2}, {"2B gdn_out", 2048, 2048, 1, 2},
+                                 {"2B qkv", 5120, 2048, 0, 2}, {"2B o", 2048, 4096, 1, 2},
                                  {"2B lm_head", 248320, 2048, 0, 2}});
   std::mt19937 rng(5);
   const uint32_t batch = 32, repeat = 20;
@@ -623,13 +666,15 @@ TEST(GemvBatchBench, ModelShapes) {
     lw.N = sh.n;
     lw.K = sh.k;
     lw.format = WeightFormat::kQ4F16;
-    for (bool gemm : {false, true}) {
+    for (int variant : {0, 1, 2}) {  // gemv_batch, gemm_q8, gemm_q8_wt
       GemvConfig cfg{(Epilogue)sh.epi, batch, sh.epi != 1 ? &bn : nullptr, 1e-6f, 0, 0};
       cfg.active = &bactive;
       cfg.act = sh.digits == 2 ? Activations::kInt16 : Activations::kInt8;
-      cfg.batch_kernel = gemm ? GemvConfig::BatchKernel::kGemm : GemvConfig::BatchKernel::kGemv;
+      cfg.batch_kernel = variant ? GemvConfig::BatchKernel::kGemm : GemvConfig::BatchKernel::kGemv;
+      cfg.gemm_tile = variant == 2 ? 1 : 0;
       auto op = GemvOp::create(g, lw, bx, by, cfg);
       ASSERT_TRUE(op.ok()) << op.error().toString();
+      const std::string kname = variant ? op->gemmKernel() : "gemv_batch";
       for (uint32_t rows : {1u, 8u, 16u, 32u}) {
         uint32_t words[4] = {rows, 0, 0, 0};
         g.write(bactive, 0, words, sizeof words);
@@ -645,8 +690,8 @@ TEST(GemvBatchBench, ModelShapes) {
         auto ns = (*timer)->readPassNs(g);
         ASSERT_TRUE(ns.ok() && ns->size() == 2);
         const double q = (*ns)[0] / 1e3 / repeat, p = (*ns)[1] / 1e3 / repeat;
-        std::printf("[ bench ] %-12s %-4s rows %2u digits %u: quant %6.1f us  proj %7.1f us  %5.1f TOP/s\n", sh.name,
-                    gemm ? "gemm" : "gemv", rows, sh.digits, q, p, 2.0 * sh.n * sh.k * rows / (p * 1e-6) / 1e12);
+        std::printf("[ bench ] %-12s %-10s rows %2u digits %u: quant %6.1f us  proj %7.1f us  %5.1f TOP/s\n", sh.name,
+                    kname.c_str(), rows, sh.digits, q, p, 2.0 * sh.n * sh.k * rows / (p * 1e-6) / 1e12);
       }
     }
   }
