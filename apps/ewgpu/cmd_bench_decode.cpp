@@ -197,7 +197,8 @@ int runBenchDecode(const BenchFlags& f) {
     nlohmann::json j = {{"model_type", c.model_type}, {"quantization", quantName(c.quant)},
                         {"device", e.ctx->info().device}, {"bytes_per_token", wt.bytes_per_token},
                         {"dispatches_per_token", dispatches},
-                        {"mlp_digits", e.forward->decodeMlpDigits()}, {"bandwidth_GBps", s->floor.best_gbps},
+                        {"mlp_digits", e.forward->decodeMlpDigits()}, {"digits", e.forward->decodeDigits()},
+                        {"bandwidth_GBps", s->floor.best_gbps},
                         {"dispatch_us", s->floor.dispatch_in_pass_us}, {"floor_ms", floor_ms}, {"rows", nlohmann::json::array()}};
     for (const auto& r : rows)
       j["rows"].push_back({{"steps", r.k}, {"tok_s", r.tok_s}, {"ms_per_token", r.ms_per_token},
@@ -206,10 +207,14 @@ int runBenchDecode(const BenchFlags& f) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  const uint32_t mlp_digits = e.forward->decodeMlpDigits();
+  const uint32_t mlp_digits = e.forward->decodeMlpDigits(), digits = e.forward->decodeDigits();
+  auto dname = [](uint32_t n) { return n == 1 ? "one int8 digit" : "two int8 digits"; };
+  const std::string xs = !mlp_digits && !digits ? ""
+                         : mlp_digits == digits ? std::string(" (x̂ ") + dname(digits) + ")"
+                                                : std::string(" (x̂ ") + dname(digits) + ", the MLP's " + dname(mlp_digits) + ")";
   std::printf("%s %s on %s: %.1f MB read per token, %u dispatches per token%s\n", c.model_type.c_str(),
               std::string(quantName(c.quant)).c_str(), e.ctx->info().device.c_str(), wt.bytes_per_token / 1e6,
-              dispatches, mlp_digits == 1 ? " (MLP x̂ one int8 digit)" : mlp_digits == 2 ? " (MLP x̂ two int8 digits)" : "");
+              dispatches, xs.c_str());
   std::printf("floor = %.3f ms (bytes / %.0f GB/s) + %.3f ms (%u × %.2f us) = %.3f ms/token = %.0f tok/s\n\n",
               bw_floor_ms, s->floor.best_gbps, dispatch_floor_ms, dispatches, s->floor.dispatch_in_pass_us, floor_ms,
               1000 / floor_ms);

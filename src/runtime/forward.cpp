@@ -459,8 +459,13 @@ Status Forward::createDecodeOps() {
   const ModelConfig& c = model_.config;
   const uint32_t B = opts_.max_batch;
   const bool gated = c.arch == Arch::kQwen3_5;
+  dact_ = ewgpu::decodeActivations(opts_, ctx_.info(), c.arch);
+  digits_ = !q4Weights(c) || !ctx_.info().packed_dot4 ? 0
+            : dact_ == kernels::Activations::kInt8    ? 1
+            : dact_ == kernels::Activations::kInt16   ? 2
+                                                      : 0;
   auto gemvCfg = [&](GemvConfig g) {
-    g.act = opts_.activations;
+    g.act = dact_;
     g.active = &active_;
     return g;
   };
@@ -839,6 +844,22 @@ uint32_t Forward::decodeDispatches(SampleBatch batch, uint32_t max_pos) const {
   return (uint32_t)counter.stats().dispatches;
 }
 
+// ForwardOptions::activations' auto: in engines of more than one row, one int8 digit for every decode projection
+// where that measured within 2e-2 of max |logit| against the transformers fixtures (fixture_test
+// TransformersFixtureInt8, docs/kernels.md: 0.25% gemma .. 1.7% gemma3_text, llama 1.1%), two where it did not
+// (gemma2 2.4%, qwen3_5 9.2%, gemma4 17.5%), which then take mlp_digits' split; one-row engines take that split for
+// every family. H100, Llama-3.2-1B, steady tok/s against the split (docs/measurements/h100-run36, ABAB): 32-row
+// engine at 32 / 16 streams 10,096-10,120 / 6,510-7,178 against 8,812-8,930 / 6,309-6,318; 4-row engine at 4 / 1
+// streams 2,724-2,749 / 958-961 against 2,420-2,431 / 905-920; the one-row engine 1,309-1,376 against 1,375-1,376
+// (and Qwen3-0.6B 1,044-1,052 against 1,074), so no gain there for the accuracy.
+kernels::Activations decodeActivations(const ForwardOptions& o, const DeviceInfo& d, Arch arch) {
+  const kernels::Activations a = kernels::resolveActivations(o.activations, d);  // EWGPU_GEMV_Q8 where set
+  if (o.activations != kernels::Activations::kAuto || std::getenv("EWGPU_GEMV_Q8") || a != kernels::Activations::kInt16)
+    return a;
+  const bool two = o.max_batch <= 1 || arch == Arch::kQwen3_5 || arch == Arch::kGemma2 || arch == Arch::kGemma4;
+  return two ? kernels::Activations::kInt16 : kernels::Activations::kInt8;
+}
+
 // ForwardOptions::mlp_digits' auto: one digit for the MLP where the others take two by default, the split that
 // measured within 2e-2 of max |logit| against the transformers fixtures (fixture_test TransformersFixtureMixedDecode,
 // docs/kernels.md: qwen3_5 1.65%, llama 0.9%); gemma4 measured 6.1% and keeps two. H200, decode at 16 steps per
@@ -846,7 +867,7 @@ uint32_t Forward::decodeDispatches(SampleBatch batch, uint32_t max_pos) const {
 // 5.3k against 4.6k steady tok/s (docs/measurements/h200-run25).
 uint32_t decodeMlpDigits(const ForwardOptions& o, const DeviceInfo& d, Arch arch) {
   if (!d.packed_dot4) return 0;  // the GEMVs take f32 x without it
-  const kernels::Activations others = kernels::resolveActivations(o.activations, d);
+  const kernels::Activations others = decodeActivations(o, d, arch);
   const uint32_t od = others == kernels::Activations::kInt8 ? 1 : others == kernels::Activations::kInt16 ? 2 : 0;
   uint32_t m = o.mlp_digits;
   if (!m) {

@@ -41,7 +41,10 @@ struct ForwardOptions {
   uint32_t context = 0;        // positions per slot (0: the model's context window)
   uint32_t prefill_chunk = 0;  // tokens per prefill chunk (0: the model's prefill_chunk_size, at most 1024)
   uint32_t max_steps = 16;     // decode steps per submission the output ring holds (K max)
-  // x precision of the q4 decode GEMVs (kernels/gemv_op.h): kAuto is kInt16 on GPUs with WGSL's packed dot product.
+  // x precision of the q4 decode GEMVs (kernels/gemv_op.h). kAuto (decodeActivations below): on GPUs with WGSL's
+  // packed dot product, in engines of more than one row, kInt8 (one digit) for the families whose one-digit decode
+  // stays within 2e-2 of max |logit| against the transformers fixtures; kInt16 (two) for qwen3_5, gemma2, gemma4
+  // and one-row engines (with mlp_digits' one digit for the MLP); f32 x on CPU adapters.
   kernels::Activations activations = kernels::Activations::kAuto;
   // Prefix reuse (docs/prefix-reuse.md): KV pages beyond the slots' own (kAuto: one context's worth) for cached
   // prefixes, and Qwen3.5 recurrent-state snapshots (kAuto: slots + 1; 0 for models without GDN layers).
@@ -68,6 +71,11 @@ struct ForwardOptions {
   uint32_t mlp_digits = 0;
 };
 
+// ForwardOptions::activations resolved on `d` for `arch` (decode GEMVs of q4 weights): a value other than kAuto,
+// or EWGPU_GEMV_Q8 (0 / 1 / 2: f32 / int8 / int16) where set, as given; kAuto: f32 x without the packed dot product
+// or on CPU adapters, else kInt8 where max_batch > 1, but kInt16 for qwen3_5, gemma2 and gemma4 and in one-row
+// engines (docs/kernels.md, "GEMV with quantized x").
+kernels::Activations decodeActivations(const ForwardOptions& o, const DeviceInfo& d, Arch arch);
 // The digits ForwardOptions::mlp_digits and prefill_mlp_digits resolve to on `d` for `arch` (0: the MLP takes the
 // other projections' setting), before the weight format is looked at. `others` is the digits the other projections
 // take (0 for f32 x).
@@ -136,6 +144,7 @@ class Forward {
   uint32_t prefillDigits() const { return pdigits_; }  // int8 digits of the q4 prefill GEMMs' x (0: f32 x)
   uint32_t prefillMlpDigits() const { return pmlp_digits_; }  // the same for the MLP's GEMMs
   uint32_t decodeMlpDigits() const { return mlp_digits_; }     // x̂ digits of the MLP's decode GEMVs (0: f32 x)
+  uint32_t decodeDigits() const { return digits_; }            // x̂ digits of the other decode GEMVs (0: f32 x)
   uint32_t contextLength() const { return ctx_len_; }  // positions per slot actually used
   bool kvF16() const { return kv16_; }
   const ForwardStats& stats() const { return stats_; }
@@ -234,6 +243,8 @@ class Forward {
   uint32_t pdigits_ = 0;      // prefillDigits()
   uint32_t pmlp_digits_ = 0;  // prefillMlpDigits()
   uint32_t mlp_digits_ = 0;   // decodeMlpDigits()
+  uint32_t digits_ = 0;       // decodeDigits()
+  kernels::Activations dact_ = kernels::Activations::kAuto;  // the decode GEMVs' x (decodeActivations)
   gpu::Buffer pxq_;       // the int8 prefill GEMMs' x̂ (kernels::GemmQ8), shared by every op
   bool kv16_ = false;  // the KV cache holds f16 (ForwardOptions::kv resolved)
   uint32_t pps_ = 1, pool_ = 1, snaps_ = 0;

@@ -112,9 +112,10 @@ TEST(TransformersFixtureInt16, GpuLogitsMatchTransformers) {
   }
 }
 
-// The q4 GEMVs with x̂ as one int8 digit per element (EWGPU_GEMV_Q8=1, llama.cpp's q8_1 scheme; opt-in): the
-// error a one-digit default would bring, per family (docs/kernels.md). SwiftShader, 2026-12-03: 0.25% (gemma) ..
-// 2.4% (gemma2) of max |logit|. qwen3_5 (9.2%) and gemma4 (17.5%) are left out: they keep two digits everywhere.
+// The q4 GEMVs with x̂ as one int8 digit per element (llama.cpp's q8_1 scheme): the GPUs' decode default for these
+// families in engines of more than one row (ForwardOptions::activations kAuto, forward.cpp's decodeActivations),
+// held to 2e-2 of max |logit| as the int8 prefill is. H100 2026-12-07: the same figures but gemma3_text's, 1.7%. SwiftShader, 2026-12-03: 0.25% (gemma) .. 1.5% (gemma3_text), llama 1.1%. gemma2 (2.4%) keeps two
+// digits outside the MLP and is held here to 3e-2; qwen3_5 (9.2%) and gemma4 (17.5%) are left out: they keep two.
 TEST(TransformersFixtureInt8, GpuLogitsMatchTransformers) {
   if (!gpuContext().info().packed_dot4) GTEST_SKIP() << "no WGSL packed dot product";
   for (const char* f : {"llama_tiny/q4f16_1", "mistral_tiny/q4f16_1", "qwen2_tiny/q4f16_1", "qwen3_tiny/q4f16_1",
@@ -122,7 +123,7 @@ TEST(TransformersFixtureInt8, GpuLogitsMatchTransformers) {
                         "gemma3_text_tiny/q4f16_1", "phi3_tiny/q4f16_1", "olmo2_tiny/q4f16_1", "stablelm_tiny/q4f16_1",
                         "ministral3_tiny/q4f16_1"}) {
     SCOPED_TRACE(f);
-    checkFixture(f, kernels::Activations::kInt8, 3e-2);
+    checkFixture(f, kernels::Activations::kInt8, std::string(f).rfind("gemma2", 0) == 0 ? 3e-2 : 2e-2);
   }
 }
 
@@ -166,8 +167,9 @@ TEST(TransformersFixtureMixedPrefill, Qwen3_5MlpOneDigit) {
                kernels::Activations::kInt16, 0, 1);
 }
 
-// The same split for decode, the GPUs' default for every family but gemma4 (ForwardOptions::mlp_digits auto,
-// EWGPU_GEMV_MLP_Q8=0 turns it off): the MLP's GEMVs with x̂ as one digit, the others with two. SwiftShader
+// The same split for decode, the GPUs' default in one-row engines for every family but gemma4, and in larger ones
+// for qwen3_5 and gemma2 (ForwardOptions::mlp_digits auto, EWGPU_GEMV_MLP_Q8=0 turns it off; the others take one
+// digit everywhere there, TransformersFixtureInt8): the MLP's GEMVs with x̂ as one digit, the others with two. SwiftShader
 // 2026-12-03: qwen3_5 0.039 = 1.65% of max |logit| against 9.2% with one digit everywhere (TransformersFixtureInt8's
 // note); llama 0.9% (1.1% with one digit everywhere); gemma4 6.1%, so it keeps two. docs/kernels.md has every
 // family's figure.

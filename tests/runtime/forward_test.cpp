@@ -129,13 +129,47 @@ TEST(MlpDigits, DefaultsByAdapterAndFamily) {
   two.mlp_digits = 1;
   EXPECT_EQ(decodeMlpDigits(two, gpu, Arch::kLlama), 1u);
   ForwardOptions mlp_two = dflt;
-  mlp_two.mlp_digits = 2;
+  mlp_two.mlp_digits = 2;  // all alike: two where the others take two (one row), one where they take one (4 rows)
   EXPECT_EQ(decodeMlpDigits(mlp_two, gpu, Arch::kLlama), 2u);
-  setenv("EWGPU_GEMV_MLP_Q8", "0", 1);
+  mlp_two.max_batch = 4;
+  EXPECT_EQ(decodeMlpDigits(mlp_two, gpu, Arch::kLlama), 1u);
+  setenv("EWGPU_GEMV_MLP_Q8", "0", 1);  // the MLP as the others: two in a one-row engine, one for llama in 4 rows
   EXPECT_EQ(decodeMlpDigits(dflt, gpu, Arch::kLlama), 2u);
+  EXPECT_EQ(decodeMlpDigits(mlp_two, gpu, Arch::kLlama), 1u);
   setenv("EWGPU_GEMV_MLP_Q8", "1", 1);
   EXPECT_EQ(decodeMlpDigits(dflt, gpu, Arch::kGemma4), 1u);
   unsetenv("EWGPU_GEMV_MLP_Q8");
+
+  EXPECT_EQ(decodeMlpDigits(dflt, gpu, Arch::kGemma2), 1u);  // two digits elsewhere, the MLP split
+
+  // The other decode projections (ForwardOptions::activations kAuto): one digit on GPUs in engines of more than one
+  // row, except for qwen3_5, gemma2 and gemma4 (one digit measured past 2e-2 of max |logit| against transformers
+  // there); two in one-row engines (no faster with one); f32 x without the packed dot product or on CPU adapters; an
+  // explicit value and EWGPU_GEMV_Q8 as given.
+  using kernels::Activations;
+  ForwardOptions rows4 = dflt;
+  rows4.max_batch = 4;
+  for (Arch a : {Arch::kLlama, Arch::kMistral, Arch::kQwen2, Arch::kQwen3, Arch::kGemma, Arch::kGemma3, Arch::kPhi3,
+                 Arch::kOlmo2, Arch::kStableLm, Arch::kGptNeox, Arch::kPhi, Arch::kMinistral3}) {
+    EXPECT_EQ(decodeActivations(rows4, gpu, a), Activations::kInt8) << archName(a);
+    EXPECT_EQ(decodeMlpDigits(rows4, gpu, a), 1u) << archName(a);
+    EXPECT_EQ(decodeActivations(dflt, gpu, a), Activations::kInt16) << archName(a);  // one row
+  }
+  for (Arch a : {Arch::kQwen3_5, Arch::kGemma2, Arch::kGemma4})
+    EXPECT_EQ(decodeActivations(rows4, gpu, a), Activations::kInt16) << archName(a);
+  EXPECT_EQ(decodeMlpDigits(rows4, gpu, Arch::kQwen3_5), 1u);
+  EXPECT_EQ(decodeActivations(rows4, cpu, Arch::kLlama), Activations::kF32);
+  EXPECT_EQ(decodeActivations(rows4, old_gpu, Arch::kLlama), Activations::kF32);
+  ForwardOptions rows4_two = rows4;
+  rows4_two.activations = Activations::kInt16;
+  EXPECT_EQ(decodeActivations(rows4_two, gpu, Arch::kLlama), Activations::kInt16);
+  EXPECT_EQ(decodeMlpDigits(rows4_two, gpu, Arch::kLlama), 2u);
+  setenv("EWGPU_GEMV_Q8", "2", 1);
+  EXPECT_EQ(decodeActivations(rows4, gpu, Arch::kLlama), Activations::kInt16);
+  EXPECT_EQ(decodeMlpDigits(rows4, gpu, Arch::kLlama), 1u);  // the previous default: the MLP split for every family
+  setenv("EWGPU_GEMV_Q8", "1", 1);
+  EXPECT_EQ(decodeActivations(dflt, gpu, Arch::kQwen3_5), Activations::kInt8);
+  unsetenv("EWGPU_GEMV_Q8");
 
   // Prefill: `others` is what the other GEMMs resolved to (qwen3_5 and gemma4 two digits on GPUs, others one).
   EXPECT_EQ(prefillMlpDigits(dflt, Arch::kQwen3_5, 2), 1u);
