@@ -29,6 +29,10 @@ std::string_view activationsName(Activations a);
 // kF32 elsewhere; other values as given.
 Activations resolveActivations(Activations act, const DeviceInfo& d);
 std::optional<Activations> activationsFromName(std::string_view name);
+// The int8 digits of x̂ at `a`: 1 for kInt8, 2 for kInt16, 0 otherwise (f32 x; kAuto unresolved).
+inline uint32_t activationDigits(Activations a) {
+  return a == Activations::kInt8 ? 1 : a == Activations::kInt16 ? 2 : 0;
+}
 
 // The most activation rows a decode GEMV takes (decode rows of a Forward).
 inline constexpr uint32_t kMaxGemvBatch = 32;

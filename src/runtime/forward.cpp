@@ -459,13 +459,10 @@ Status Forward::createDecodeOps() {
   const ModelConfig& c = model_.config;
   const uint32_t B = opts_.max_batch;
   const bool gated = c.arch == Arch::kQwen3_5;
-  dact_ = ewgpu::decodeActivations(opts_, ctx_.info(), c.arch);
-  digits_ = !q4Weights(c) || !ctx_.info().packed_dot4 ? 0
-            : dact_ == kernels::Activations::kInt8    ? 1
-            : dact_ == kernels::Activations::kInt16   ? 2
-                                                      : 0;
+  const kernels::Activations act = ewgpu::decodeActivations(opts_, ctx_.info(), c.arch);
+  digits_ = q4Weights(c) && ctx_.info().packed_dot4 ? kernels::activationDigits(act) : 0;
   auto gemvCfg = [&](GemvConfig g) {
-    g.act = dact_;
+    g.act = act;
     g.active = &active_;
     return g;
   };
@@ -868,7 +865,7 @@ kernels::Activations decodeActivations(const ForwardOptions& o, const DeviceInfo
 uint32_t decodeMlpDigits(const ForwardOptions& o, const DeviceInfo& d, Arch arch) {
   if (!d.packed_dot4) return 0;  // the GEMVs take f32 x without it
   const kernels::Activations others = decodeActivations(o, d, arch);
-  const uint32_t od = others == kernels::Activations::kInt8 ? 1 : others == kernels::Activations::kInt16 ? 2 : 0;
+  const uint32_t od = kernels::activationDigits(others);
   uint32_t m = o.mlp_digits;
   if (!m) {
     if (const char* e = std::getenv("EWGPU_GEMV_MLP_Q8")) m = std::string(e) == "1" ? 1 : 2;
@@ -906,7 +903,7 @@ Status Forward::createPrefillOps() {
     // chunk) and gemma4 (scale-1 attention over RMS-normed q and k).
     else pact = c.arch == Arch::kGemma4 || c.arch == Arch::kQwen3_5 ? Activations::kInt16 : Activations::kInt8;
   }
-  pdigits_ = pact == Activations::kInt8 ? 1 : pact == Activations::kInt16 ? 2 : 0;
+  pdigits_ = kernels::activationDigits(pact);
   if (!q4Weights(c)) pdigits_ = 0;
   kernels::GemmQ8 q8, q8_mlp;
   if (pdigits_) {

@@ -244,7 +244,6 @@ class Forward {
   uint32_t pmlp_digits_ = 0;  // prefillMlpDigits()
   uint32_t mlp_digits_ = 0;   // decodeMlpDigits()
   uint32_t digits_ = 0;       // decodeDigits()
-  kernels::Activations dact_ = kernels::Activations::kAuto;  // the decode GEMVs' x (decodeActivations)
   gpu::Buffer pxq_;       // the int8 prefill GEMMs' x̂ (kernels::GemmQ8), shared by every op
   bool kv16_ = false;  // the KV cache holds f16 (ForwardOptions::kv resolved)
   uint32_t pps_ = 1, pool_ = 1, snaps_ = 0;

@@ -563,32 +563,48 @@ TEST(GemvQuant, SubgroupPathMatchesTheWorkgroupPath) {
       }
 }
 
+// The kernel choice of a batched op over `n` q4f16_1 weight rows (K 32, codes 8, scales 1) and `batch` activation
+// rows with `act` x̂ and GemvConfig::gemm_tile `gemm_tile`, as the kernel-choice tests read it: batched(), gemm() and
+// gemmKernel(); nullopt (and a test failure) where the op is not created.
+struct KernelChoice {
+  bool batched = false, gemm = false;
+  std::string kernel;
+};
+std::optional<KernelChoice> kernelChoice(uint32_t n, uint32_t batch, Activations act, int gemm_tile = -1) {
+  std::vector<uint32_t> w((size_t)n * 32 / 8, 0x88888888u), s((size_t)n / 2 + 1, 0x3c003c00u);
+  std::vector<float> x((size_t)batch * 32, 1.0f), y((size_t)batch * n, 0.f);
+  auto bw = upload(w), bs = upload(s), bx = upload(x), by = upload(y);
+  auto bactive = upload(std::vector<uint32_t>{batch, 0, 0, 0}, "active");
+  LinearWeights lw;
+  lw.w_chunks = {&bw};
+  lw.s_chunks = {&bs};
+  lw.chunk_rows = {n};
+  lw.N = n;
+  lw.K = 32;
+  lw.format = WeightFormat::kQ4F16;
+  GemvConfig cfg{Epilogue::kStore, batch, nullptr, 1e-6f, 0, 0};
+  cfg.active = &bactive;
+  cfg.act = act;
+  cfg.gemm_tile = gemm_tile;
+  auto op = GemvOp::create(ctx(), lw, bx, by, cfg);
+  if (!op.ok()) {
+    ADD_FAILURE() << op.error().toString();
+    return std::nullopt;
+  }
+  return KernelChoice{op->batched(), op->gemm(), op->gemmKernel()};
+}
+
 // Which kernel a batched op of an engine takes by itself (GemvConfig::BatchKernel::kAuto): gemv_batch.wgsl under
 // kGemmMinBatch rows; gemm_q8.wgsl from there, except for matrices of more than kGemmMaxRows weight rows (LM heads).
 TEST(GemvBatch, KernelChoiceByRowsAndWidth) {
-  gpu::Context& g = ctx();
-  if (!g.info().packed_dot4) GTEST_SKIP() << "no WGSL packed dot product";
+  if (!ctx().info().packed_dot4) GTEST_SKIP() << "no WGSL packed dot product";
   for (uint32_t n : {128u, kGemmMaxRows + 4})
     for (uint32_t batch : {kGemmMinBatch - 1, kGemmMinBatch}) {
       SCOPED_TRACE("rows " + std::to_string(n) + " batch " + std::to_string(batch));
-      std::vector<uint32_t> w((size_t)n * 32 / 8, 0x88888888u), s((size_t)n / 2 + 1, 0x3c003c00u);
-      std::vector<float> x((size_t)batch * 32, 1.0f), y((size_t)batch * n, 0.f);
-      auto bw = upload(w), bs = upload(s), bx = upload(x), by = upload(y);
-      auto bactive = upload(std::vector<uint32_t>{batch, 0, 0, 0}, "active");
-      LinearWeights lw;
-      lw.w_chunks = {&bw};
-      lw.s_chunks = {&bs};
-      lw.chunk_rows = {n};
-      lw.N = n;
-      lw.K = 32;
-      lw.format = WeightFormat::kQ4F16;
-      GemvConfig cfg{Epilogue::kStore, batch, nullptr, 1e-6f, 0, 0};
-      cfg.active = &bactive;
-      cfg.act = Activations::kInt16;
-      auto op = GemvOp::create(g, lw, bx, by, cfg);
-      ASSERT_TRUE(op.ok()) << op.error().toString();
-      EXPECT_TRUE(op->batched());
-      EXPECT_EQ(op->gemm(), batch >= kGemmMinBatch && n <= kGemmMaxRows);
+      const auto c = kernelChoice(n, batch, Activations::kInt16);
+      ASSERT_TRUE(c);
+      EXPECT_TRUE(c->batched);
+      EXPECT_EQ(c->gemm, batch >= kGemmMinBatch && n <= kGemmMaxRows);
     }
 }
 
@@ -596,37 +612,21 @@ TEST(GemvBatch, KernelChoiceByRowsAndWidth) {
 // EWGPU_GEMMQ_TILE_ROWS weight rows where that is set; GemvConfig::gemm_tile overrides both. The results of both
 // kernels are checked in SmallMGemm.
 TEST(GemvBatch, GemmKernelChoice) {
-  gpu::Context& g = ctx();
-  if (!g.info().packed_dot4) GTEST_SKIP() << "no WGSL packed dot product";
+  if (!ctx().info().packed_dot4) GTEST_SKIP() << "no WGSL packed dot product";
   if (std::getenv("EWGPU_GEMMQ_KERNEL") || std::getenv("EWGPU_GEMMQ_TILE_ROWS")) GTEST_SKIP() << "kernel forced";
-  const uint32_t batch = kGemmMinBatch, bound = 96;
+  const uint32_t bound = 96;
   for (bool env : {false, true})
     for (uint32_t n : {bound - 4, bound})
       for (int forced : {-1, 0, 1}) {
         SCOPED_TRACE("rows " + std::to_string(n) + " gemm_tile " + std::to_string(forced) +
                      (env ? " EWGPU_GEMMQ_TILE_ROWS 96" : ""));
         if (env) setenv("EWGPU_GEMMQ_TILE_ROWS", std::to_string(bound).c_str(), 1);
-        std::vector<uint32_t> w((size_t)n * 32 / 8, 0x88888888u), s((size_t)n / 2 + 1, 0x3c003c00u);
-        std::vector<float> x((size_t)batch * 32, 1.0f), y((size_t)batch * n, 0.f);
-        auto bw = upload(w), bs = upload(s), bx = upload(x), by = upload(y);
-        auto bactive = upload(std::vector<uint32_t>{batch, 0, 0, 0}, "active");
-        LinearWeights lw;
-        lw.w_chunks = {&bw};
-        lw.s_chunks = {&bs};
-        lw.chunk_rows = {n};
-        lw.N = n;
-        lw.K = 32;
-        lw.format = WeightFormat::kQ4F16;
-        GemvConfig cfg{Epilogue::kStore, batch, nullptr, 1e-6f, 0, 0};
-        cfg.active = &bactive;
-        cfg.act = Activations::kInt8;
-        cfg.gemm_tile = forced;
-        auto op = GemvOp::create(g, lw, bx, by, cfg);
+        const auto c = kernelChoice(n, kGemmMinBatch, Activations::kInt8, forced);
         unsetenv("EWGPU_GEMMQ_TILE_ROWS");
-        ASSERT_TRUE(op.ok()) << op.error().toString();
-        ASSERT_TRUE(op->gemm());
+        ASSERT_TRUE(c);
+        ASSERT_TRUE(c->gemm);
         const bool tile = forced >= 0 ? forced == 1 : env && n >= bound;
-        EXPECT_EQ(op->gemmKernel(), tile ? "gemm_q8_wt" : "gemm_q8");
+        EXPECT_EQ(c->kernel, tile ? "gemm_q8_wt" : "gemm_q8");
       }
 }
 
