@@ -305,15 +305,14 @@ Status GemvOp::addGemm(gpu::Context& ctx, const LinearWeights& w, const gpu::Buf
   uint32_t ks = cfg.gemm_ks ? cfg.gemm_ks : knob("EWGPU_GEMMQ_KS");
   if (!ks) ks = 16;
   ks = std::clamp<uint32_t>(ks, 1, 64);
-  uint32_t nb = knob("EWGPU_GEMMQ_NB");
+  uint32_t nb = cfg.gemm_nb ? cfg.gemm_nb : knob("EWGPU_GEMMQ_NB");
   if (!nb) nb = 1;
   if (ks * nb > 256)
     return makeError(ErrorCode::kInternal, "gemm_q8: K slices × weight blocks exceed a workgroup", {{"ks", ks}});
   max_tile_ = 0;  // the largest tile (MB = 2^max_tile_) whose workgroup has at most 256 threads
   while (max_tile_ < 3 && ks * nb * (2u << max_tile_) <= std::min<uint32_t>(256, d.max_compute_invocations_per_workgroup))
     ++max_tile_;
-  // EWGPU_GEMMQ_MAXMB=1 / 2 / 4 / 8 caps the tile's activation rows at 4 / 8 / 16 / 32 (sweeps).
-  if (uint32_t m = knob("EWGPU_GEMMQ_MAXMB")) max_tile_ = std::min<uint32_t>(max_tile_, m >= 8 ? 3 : m >= 4 ? 2 : m >= 2 ? 1 : 0);
+  capTile(cfg);
   if (ks * nb * (1u << max_tile_) * 16 * 4 > d.max_compute_workgroup_storage_size)
     return makeError(ErrorCode::kInternal, "gemm_q8: partial sums do not fit workgroup memory", {{"ks", ks}});
   if (gatedEpilogue(cfg.epi) && w.w_chunks.size() != 1)
@@ -390,7 +389,7 @@ Status GemvOp::addGemmTile(gpu::Context& ctx, const LinearWeights& w, const gpu:
   while (!ks_given && ks > 1 && !fits(8, ks)) ks /= 2;
   if (!fits(1, ks)) return makeError(ErrorCode::kInternal, "gemm_q8_wt: tile does not fit", {{"ks", ks}, {"nw", nw}});
   while (max_tile_ < 3 && fits(2u << max_tile_, ks)) ++max_tile_;
-  if (uint32_t m = knob("EWGPU_GEMMQ_MAXMB")) max_tile_ = std::min<uint32_t>(max_tile_, m >= 8 ? 3 : m >= 4 ? 2 : m >= 2 ? 1 : 0);
+  capTile(cfg);
   if (gatedEpilogue(cfg.epi) && w.w_chunks.size() != 1)
     return makeError(ErrorCode::kInternal, "SwiGLU gemm needs an unsplit weight", {{"chunks", w.w_chunks.size()}});
   const uint32_t out_w = out_w_of(w, cfg);
@@ -425,6 +424,13 @@ Status GemvOp::addGemmTile(gpu::Context& ctx, const LinearWeights& w, const gpu:
     row0 += n;
   }
   return {};
+}
+
+// EWGPU_GEMMQ_MAXMB / cfg.gemm_max_mb = 1 / 2 / 4 / 8 cap the largest tile's activation rows at 4 / 8 / 16 / 32
+// (sweeps; 32 rows then take several tiles).
+void GemvOp::capTile(const GemvConfig& cfg) {
+  const uint32_t m = cfg.gemm_max_mb ? cfg.gemm_max_mb : knob("EWGPU_GEMMQ_MAXMB");
+  if (m) max_tile_ = std::min<uint32_t>(max_tile_, m >= 8 ? 3 : m >= 4 ? 2 : m >= 2 ? 1 : 0);
 }
 
 Result<GemvOp> GemvOp::createCpu(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x,

@@ -63,6 +63,9 @@ struct GemvConfig {
   int gemm_tile = -1;               // 1 gemm_q8_wt (workgroup-memory tiles), 0 gemm_q8 (K-sliced); -1 the default
                                     // (gemm_q8; the environment, kGemmWideRows says how)
   uint32_t gemm_ks = 0;             // gemm_q8 / gemm_q8_wt: K slices (0: the op's default)
+  uint32_t gemm_nb = 0;             // gemm_q8: threads of weight blocks per workgroup (0: the op's default)
+  uint32_t gemm_max_mb = 0;         // gemm_q8 / gemm_q8_wt: the largest tile's blocks of 4 activation rows (1, 2, 4,
+                                    // 8; 0: the largest that fits)
   uint32_t gemm_nw = 0;             // gemm_q8_wt: weight rows per tile, 16·i up to 64, 4·i unstaged (0: 64 for
                                     // matrices of kGemmWideRows rows or more, else 16)
   int gemm_xsm = -1;                // gemm_q8_wt: 1 x̂ staged in workgroup memory, 0 read from global (-1: default)
@@ -119,6 +122,7 @@ class GemvOp {
                  const GemvConfig& cfg, uint32_t digits);
   Status addGemmTile(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x, const gpu::Buffer& y,
                      const GemvConfig& cfg, uint32_t digits);
+  void capTile(const GemvConfig& cfg);  // max_tile_ capped by the sweeps' knob
   std::vector<Part> parts_;
   std::vector<gpu::Buffer> params_;  // createCpu: the layer's uniforms
   uint32_t batch_ = 1, batch_tile_ = 0;  // batched: gx = ceil(rows / batch_tile_)

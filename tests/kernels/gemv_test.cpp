@@ -268,9 +268,12 @@ struct BatchCase {
   uint32_t gemm_ks = 0;          // the GEMM's K slices (0: the op's default)
   uint32_t gemm_nw = 0;          // gemm_q8_wt's weight rows per tile (0: the op's default)
   int gemm_xsm = -1;             // gemm_q8_wt: x̂ staged (1) or read from global memory (0); -1 the default
+  uint32_t gemm_nb = 0;          // gemm_q8: threads of weight blocks per workgroup (0: the op's default)
+  uint32_t gemm_max_mb = 0;      // the largest tile's blocks of 4 activation rows (0: the op's default)
 };
 
-void runBatchCase(const BatchCase& c, uint32_t seed) {
+// `outs`, when given, receives each active count's output rows.
+void runBatchCase(const BatchCase& c, uint32_t seed, std::vector<std::vector<float>>* outs_out = nullptr) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd;
   PackedWeights pw = randomWeights(c.qfmt, c.n, c.k, rng);
@@ -336,6 +339,8 @@ void runBatchCase(const BatchCase& c, uint32_t seed) {
     cfg.gemm_ks = c.gemm_ks;
     cfg.gemm_nw = c.gemm_nw;
     cfg.gemm_xsm = c.gemm_xsm;
+    cfg.gemm_nb = c.gemm_nb;
+    cfg.gemm_max_mb = c.gemm_max_mb;
     auto op = GemvOp::create(g, lw, bx, by, cfg);
     ASSERT_TRUE(op.ok()) << op.error().toString();
     ASSERT_EQ(op->batched(), c.batch > 1);
@@ -376,6 +381,7 @@ void runBatchCase(const BatchCase& c, uint32_t seed) {
           << "row " << i / y_stride << " differs between " << c.active[0] << " and " << c.active[a] << " active rows";
     }
   }
+  if (outs_out) *outs_out = std::move(outs);
 }
 
 TEST(GemvBatch, EveryFormatEpilogueAndActiveCount) {
@@ -500,6 +506,42 @@ TEST(GemvBatch, SmallMGemm) {
     c.gemm_tile = 1;
     c.gemm_nw = nw;
     runBatchCase(c, seed++);
+  }
+}
+
+// gemm_q8.wgsl's weight blocks per workgroup (NB 2) and tiles capped below 32 rows (so that 32 active rows take
+// several): each output within the quantization bound, and every row bit-identical to the op with neither (one
+// weight block per workgroup, the largest tile) at each active count, as the kernel's header says a step may rely on.
+// Row counts that leave a partial last weight tile; SwiGLU, the residual, bias; one and two digits.
+TEST(GemvBatch, GemmTilesKeepTheBits) {
+  if (!ctx().info().packed_dot4) GTEST_SKIP() << "no WGSL packed dot product";
+  uint32_t seed = 950;
+  for (uint32_t epi : {0u, 1u, 2u}) {
+    const uint32_t digits = epi == 1 ? 2 : 1;
+    BatchCase base{0, epi == 2 ? 2u * 45 : 150u, 1088, 32, epi, epi != 1, epi == 0, {32, 17, 1}, 0, digits};
+    base.gemm = true;
+    base.gemm_tile = 0;
+    std::vector<std::vector<float>> want;
+    {
+      SCOPED_TRACE("epi " + std::to_string(epi) + " one weight block per workgroup");
+      runBatchCase(base, seed, &want);
+    }
+    ASSERT_EQ(want.size(), base.active.size());
+    for (auto [nb, max_mb] : {std::pair{2u, 0u}, std::pair{1u, 2u}, std::pair{2u, 1u}}) {
+      SCOPED_TRACE("epi " + std::to_string(epi) + " NB " + std::to_string(nb) + " largest tile " + std::to_string(max_mb));
+      BatchCase c = base;
+      c.gemm_nb = nb;
+      c.gemm_max_mb = max_mb;
+      std::vector<std::vector<float>> got;
+      runBatchCase(c, seed, &got);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t a = 0; a < got.size(); ++a) {
+        ASSERT_EQ(got[a].size(), want[a].size());
+        for (size_t i = 0; i < got[a].size(); ++i)
+          ASSERT_EQ(floatBits(got[a][i]), floatBits(want[a][i])) << "active " << base.active[a] << " element " << i;
+      }
+    }
+    ++seed;
   }
 }
 
@@ -631,67 +673,103 @@ TEST(GemvBatch, GemmKernelChoice) {
 }
 
 // Not a test: the batched projections' GPU time on shapes of real models, for tuning (skipped unless
-// EWGPU_GEMVB_BENCH is set; GPU timestamps). Per shape, active-row count and kernel (gemv_batch.wgsl, gemm_q8.wgsl,
-// gemm_q8_wt.wgsl at its default width for the shape, EWGPU_GEMMW_NW overriding it):
-// the quantizer's and the projection's µs per call (each dispatch repeated in a pass of its own) and the
-// projection's int8 TOP/s (2 · N · K · rows). EWGPU_GEMVB_BENCH=2 runs the Qwen3.5-2B shapes too.
+// EWGPU_GEMVB_BENCH is set; GPU timestamps). Per shape, active-row count and variant (gemv_batch.wgsl; gemm_q8.wgsl
+// at 16 K slices, its default, at 8 and 32, with two weight blocks per workgroup, with tiles of at most 8 rows;
+// gemm_q8_wt.wgsl at its default width): the quantizer's and the projection's µs per call and the projection's
+// int8 TOP/s (2 · N · K · rows), all variants of a shape in one process, one after the other. The weights are read
+// as a decode step reads them, from memory rather than from the L2 cache: each op is built over several copies of
+// its matrix, at least 160 MB in all, and a call takes the copies in turn, each dispatch in a pass of its own (a
+// matrix repeated in place would be served from the 50 MB L2 after its first call, which flattered the GEMMs of
+// small matrices by up to 1.5× against a running engine). EWGPU_GEMVB_BENCH=2 runs the Qwen3.5-2B shapes too.
 TEST(GemvBatchBench, ModelShapes) {
   const char* mode = std::getenv("EWGPU_GEMVB_BENCH");
   if (!mode) GTEST_SKIP() << "set EWGPU_GEMVB_BENCH=1 to run";
   gpu::Context& g = ctx();
   if (!g.info().packed_dot4 || !g.info().timestamp_query) GTEST_SKIP() << "needs the packed dot product and timestamps";
   struct Shape { const char* name; uint32_t n, k, epi, digits; };
-  std::vector<Shape> shapes = {{"1B qkv", 3072, 2048, 0, 2}, {"1B o", 2048, 2048, 1, 2}, {"1B gate_up", 16384, 2048, 2, 1},
-                               {"1B down", 2048, 8192, 1, 1}, {"1B lm_head", 128256, 2048, 0, 2}};
+  // The digits each shape takes in a 32-row engine (forward.cpp decodeActivations and decodeGdnDigits: one
+  // everywhere for Llama-3.2-1B; for Qwen3.5-2B one but in the GDN projections).
+  std::vector<Shape> shapes = {{"1B qkv", 3072, 2048, 0, 1}, {"1B o", 2048, 2048, 1, 1}, {"1B gate_up", 16384, 2048, 2, 1},
+                               {"1B down", 2048, 8192, 1, 1}, {"1B lm_head", 128256, 2048, 0, 1}};
   if (std::string(mode) == "2")
     shapes.insert(shapes.end(), {{"2B gate_up", 12288, 2048, 2, 1}, {"2B down", 2048, 6144, 1, 1},
                                  {"2B gdn_in", 8224, 2048, 0, 2}, {"2B gdn_out", 2048, 2048, 1, 2},
-                                 {"2B qkv", 5120, 2048, 0, 2}, {"2B o", 2048, 4096, 1, 2},
-                                 {"2B lm_head", 248320, 2048, 0, 2}});
+                                 {"2B qkv", 5120, 2048, 0, 1}, {"2B o", 2048, 4096, 1, 1},
+                                 {"2B lm_head", 248320, 2048, 0, 1}, {"2B lm_head", 248320, 2048, 0, 2}});
+  // kernel 0 gemv_batch, 1 gemm_q8, 2 gemm_q8_wt; the GEMM's K slices, weight blocks per workgroup and largest
+  // tile's blocks of 4 rows (0: the op's defaults).
+  struct Variant { const char* name; int kernel; uint32_t ks, nb, max_mb; };
+  const std::vector<Variant> variants = {{"gemv_batch", 0, 0, 0, 0},   {"gemm_q8", 1, 0, 0, 0},
+                                         {"gemm_q8 ks8", 1, 8, 0, 0},  {"gemm_q8 ks32", 1, 32, 0, 0},
+                                         {"gemm_q8 nb2", 1, 0, 2, 0},  {"gemm_q8 tile8", 1, 0, 0, 2},
+                                         {"gemm_q8_wt", 2, 0, 0, 0}};
   std::mt19937 rng(5);
-  const uint32_t batch = 32, repeat = 20;
+  const uint32_t batch = 32, rounds = 3;  // the first round of calls is not counted
   for (const Shape& sh : shapes) {
     std::vector<uint32_t> w((size_t)sh.n * sh.k / 8), s((size_t)sh.n * sh.k / 64);
     for (auto& v : w) v = rng();
     for (auto& v : s) v = 0x1c001c00u;  // two f16 0.0039
+    const double bytes = 4.0 * ((double)w.size() + (double)s.size());
+    const uint32_t copies = std::max<uint32_t>(1, (uint32_t)std::ceil(160e6 / bytes));
     std::vector<float> x((size_t)batch * sh.k), nw(sh.k, 1.0f), y((size_t)batch * (sh.epi == 2 ? sh.n / 2 : sh.n), 0.f);
     std::normal_distribution<float> nd;
     for (auto& v : x) v = nd(rng);
-    auto bw = upload(w), bs = upload(s), bx = upload(x), bn = upload(nw), by = upload(y);
+    std::vector<gpu::Buffer> bw, bs;
+    for (uint32_t c = 0; c < copies; ++c) {
+      bw.push_back(upload(w));
+      bs.push_back(upload(s));
+    }
+    auto bx = upload(x), bn = upload(nw), by = upload(y);
     auto bactive = upload(std::vector<uint32_t>{batch, 0, 0, 0}, "active");
-    LinearWeights lw;
-    lw.w_chunks = {&bw};
-    lw.s_chunks = {&bs};
-    lw.chunk_rows = {sh.n};
-    lw.N = sh.n;
-    lw.K = sh.k;
-    lw.format = WeightFormat::kQ4F16;
-    for (int variant : {0, 1, 2}) {  // gemv_batch, gemm_q8, gemm_q8_wt
+    std::vector<LinearWeights> lws(copies);
+    for (uint32_t c = 0; c < copies; ++c) {
+      lws[c].w_chunks = {&bw[c]};
+      lws[c].s_chunks = {&bs[c]};
+      lws[c].chunk_rows = {sh.n};
+      lws[c].N = sh.n;
+      lws[c].K = sh.k;
+      lws[c].format = WeightFormat::kQ4F16;
+    }
+    for (const Variant& v : variants) {
       GemvConfig cfg{(Epilogue)sh.epi, batch, sh.epi != 1 ? &bn : nullptr, 1e-6f, 0, 0};
       cfg.active = &bactive;
       cfg.act = sh.digits == 2 ? Activations::kInt16 : Activations::kInt8;
-      cfg.batch_kernel = variant ? GemvConfig::BatchKernel::kGemm : GemvConfig::BatchKernel::kGemv;
-      cfg.gemm_tile = variant == 2 ? 1 : 0;
-      auto op = GemvOp::create(g, lw, bx, by, cfg);
-      ASSERT_TRUE(op.ok()) << op.error().toString();
-      const std::string kname = variant ? op->gemmKernel() : "gemv_batch";
+      cfg.batch_kernel = v.kernel ? GemvConfig::BatchKernel::kGemm : GemvConfig::BatchKernel::kGemv;
+      cfg.gemm_tile = v.kernel == 2 ? 1 : 0;
+      cfg.gemm_ks = v.ks;
+      cfg.gemm_nb = v.nb;
+      cfg.gemm_max_mb = v.max_mb;
+      std::vector<GemvOp> ops;
+      for (uint32_t c = 0; c < copies; ++c) {
+        auto op = GemvOp::create(g, lws[c], bx, by, cfg);
+        ASSERT_TRUE(op.ok()) << op.error().toString();
+        ops.push_back(std::move(*op));
+      }
       for (uint32_t rows : {1u, 8u, 16u, 32u}) {
         uint32_t words[4] = {rows, 0, 0, 0};
         g.write(bactive, 0, words, sizeof words);
-        auto timer = gpu::Timer::create(g, 16);
+        auto timer = gpu::Timer::create(g, 2 * rounds * copies);
         ASSERT_TRUE(timer.ok());
         gpu::Recorder rec(g, 0);
         rec.setTimer(timer->get());
-        rec.setSplitPasses(true, repeat);
-        op->record(rec, rows);
+        rec.setSplitPasses(true, 1);
+        for (uint32_t r = 0; r < rounds; ++r)
+          for (const GemvOp& op : ops) op.record(rec, rows);
         (*timer)->resolve(rec);
         ASSERT_TRUE(rec.submit().ok());
         ASSERT_TRUE(g.finish().ok());
         auto ns = (*timer)->readPassNs(g);
-        ASSERT_TRUE(ns.ok() && ns->size() == 2);
-        const double q = (*ns)[0] / 1e3 / repeat, p = (*ns)[1] / 1e3 / repeat;
-        std::printf("[ bench ] %-12s %-10s rows %2u digits %u: quant %6.1f us  proj %7.1f us  %5.1f TOP/s\n", sh.name,
-                    kname.c_str(), rows, sh.digits, q, p, 2.0 * sh.n * sh.k * rows / (p * 1e-6) / 1e12);
+        ASSERT_TRUE(ns.ok() && ns->size() == 2 * rounds * copies);
+        double q = 0, p = 0;
+        for (size_t i = 2 * copies; i < ns->size(); i += 2) {
+          q += (*ns)[i];
+          p += (*ns)[i + 1];
+        }
+        const double calls = (double)(rounds - 1) * copies;
+        q = q / calls / 1e3;
+        p = p / calls / 1e3;
+        std::printf("[ bench ] %-12s %-13s rows %2u digits %u: quant %6.1f us  proj %7.1f us  %5.1f TOP/s\n", sh.name,
+                    v.name, rows, sh.digits, q, p, 2.0 * sh.n * sh.k * rows / (p * 1e-6) / 1e12);
       }
     }
   }
