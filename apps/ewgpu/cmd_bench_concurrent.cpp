@@ -326,6 +326,10 @@ int runBenchConcurrent(const ConcurrentFlags& f) {
     for (const auto& [fam, ms] : p->second) js["gpu_ms_by_family"][fam] = ms;
   }
   out["ceiling"] = ceil;
+  // x̂'s int8 digits in the decode projections of the profiled forward (max_streams rows: the engine's but where
+  // that is one stream and the engine has two rows; 0: f32 x).
+  const Forward& fw = *le->forward;
+  out["digits"] = {{"projections", fw.decodeDigits()}, {"mlp", fw.decodeMlpDigits()}, {"gdn", fw.decodeGdnDigits()}};
   out["interactive_ttft_ms"] = {{"idle", *idle},
                                 {"beside_background_batch", *under_batch},
                                 {"preempting_background", *under_preemptible},
@@ -339,6 +343,10 @@ int runBenchConcurrent(const ConcurrentFlags& f) {
               dev ? dev->device.c_str() : "?", rows, tokens, eo.decode_steps, weight_bytes / 1e6);
   if (f.sampling.temperature > 0)
     std::printf(", sampled at temperature %g, top-p %g", f.sampling.temperature, f.sampling.top_p);
+  if (fw.decodeDigits() && max_streams == rows) {
+    std::printf(", x̂ in %u int8 digit(s), the MLP's %u", fw.decodeDigits(), fw.decodeMlpDigits());
+    if (fw.model().config.arch == Arch::kQwen3_5) std::printf(", the GDN projections' %u", fw.decodeGdnDigits());
+  }
   std::printf("\n");
   std::printf("ceiling: the weights once per step at %.1f GB/s (measured)", gbps);
   if (f.fp32_tflops > 0) std::printf(", %.1f FP32 TFLOP/s", f.fp32_tflops);

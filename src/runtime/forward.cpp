@@ -472,6 +472,12 @@ Status Forward::createDecodeOps() {
     if (mlp_one) g.act = kernels::Activations::kInt8;
     return g;
   };
+  gdn_digits_ = q4Weights(c) ? ewgpu::decodeGdnDigits(opts_, ctx_.info(), c.arch) : 0;
+  auto gdnCfg = [&](GemvConfig g) {
+    if (gdn_digits_ && gdn_digits_ != digits_)
+      g.act = gdn_digits_ == 1 ? kernels::Activations::kInt8 : kernels::Activations::kInt16;
+    return g;
+  };
   // Embedding: one dispatch per table chunk, ids from rows[b].token.
   const GpuMatrix& E = model_.embed;
   uint32_t start = 0;
@@ -715,7 +721,7 @@ Status Forward::createDecodeOps() {
       GdnOps& g = *ops.gdn;
       kernels::GdnDims gd = gdnDims(c);
       EWGPU_ASSIGN(g.in, kernels::GemvOp::create(ctx_, L.in_proj.view(), hidden_, proj_,
-                                                 gemvCfg({Epilogue::kStore, B, &L.input_norm, c.rms_eps})));
+                                                 gdnCfg(gemvCfg({Epilogue::kStore, B, &L.input_norm, c.rms_eps}))));
       EWGPU_ASSIGN(g.conv, kernels::GdnConvOp::create(ctx_, gd, false,
                                                       {{&proj_}, {&L.conv_w}, {&L.a_log}, {&L.dt_bias}, {&rows_},
                                                        {&conv_state_[l]}, {&prep_}}));
@@ -723,7 +729,7 @@ Status Forward::createDecodeOps() {
                                                                      {&state_[l]}, {&mix_}}));
       EWGPU_ASSIGN(g.out, kernels::GemvOp::create(
                               ctx_, L.out_proj.view(), mix_, hidden_,
-                              gemvCfg({Epilogue::kResidualAdd, B, nullptr, c.rms_eps, gd.outWidth()})));
+                              gdnCfg(gemvCfg({Epilogue::kResidualAdd, B, nullptr, c.rms_eps, gd.outWidth()}))));
     }
     // The MLP's input, as the layer's: fused RMSNorm, as it is (olmo2), the parallel block's norms (normed_ shared
     // with the attention, or normed2_), or a LayerNorm op.
@@ -843,9 +849,9 @@ uint32_t Forward::decodeDispatches(SampleBatch batch, uint32_t max_pos) const {
 
 // ForwardOptions::activations' auto: in engines of more than one row, one int8 digit for every decode projection
 // where that measured within 2e-2 of max |logit| against the transformers fixtures (fixture_test
-// TransformersFixtureInt8, docs/kernels.md: 0.25% gemma .. 1.7% gemma3_text, llama 1.1%), two where it did not
-// (gemma2 2.4%, qwen3_5 9.2%, gemma4 17.5%), which then take mlp_digits' split; one-row engines take that split for
-// every family. H100, Llama-3.2-1B, steady tok/s against the split (docs/measurements/h100-run36, ABAB): 32-row
+// TransformersFixtureInt8, docs/kernels.md: 0.25% gemma .. 1.7% gemma3_text, llama 1.1%), and for qwen3_5 with two
+// in its GDN projections (decodeGdnDigits: 1.78% against 9.2% with one everywhere); two where it did not (gemma2
+// 2.4%, gemma4 17.5%), which then take mlp_digits' split; one-row engines take that split for every family. H100, Llama-3.2-1B, steady tok/s against the split (docs/measurements/h100-run36, ABAB): 32-row
 // engine at 32 / 16 streams 10,096-10,120 / 6,510-7,178 against 8,812-8,930 / 6,309-6,318; 4-row engine at 4 / 1
 // streams 2,724-2,749 / 958-961 against 2,420-2,431 / 905-920; the one-row engine 1,309-1,376 against 1,375-1,376
 // (and Qwen3-0.6B 1,044-1,052 against 1,074), so no gain there for the accuracy.
@@ -853,8 +859,24 @@ kernels::Activations decodeActivations(const ForwardOptions& o, const DeviceInfo
   const kernels::Activations a = kernels::resolveActivations(o.activations, d);  // EWGPU_GEMV_Q8 where set
   if (o.activations != kernels::Activations::kAuto || std::getenv("EWGPU_GEMV_Q8") || a != kernels::Activations::kInt16)
     return a;
-  const bool two = o.max_batch <= 1 || arch == Arch::kQwen3_5 || arch == Arch::kGemma2 || arch == Arch::kGemma4;
+  const bool two = o.max_batch <= 1 || arch == Arch::kGemma2 || arch == Arch::kGemma4;
   return two ? kernels::Activations::kInt16 : kernels::Activations::kInt8;
+}
+
+// ForwardOptions::gdn_digits' auto: two digits for qwen3_5's GDN in/out projections where activations' auto gives
+// it one (engines of more than one row). On its transformers fixture (SwiftShader, 2026-12-07) each part with one
+// digit, the rest as in one-row engines (two, the MLP one: 1.65% of max |logit|): the LM head 1.65%, the attention
+// projections 1.64%, both 1.78%, the GDN in-projection 4.7%, its out-projection 3.2%; one everywhere 9.2%.
+uint32_t decodeGdnDigits(const ForwardOptions& o, const DeviceInfo& d, Arch arch) {
+  const uint32_t od = kernels::activationDigits(decodeActivations(o, d, arch));
+  if (!od) return 0;  // f32 x
+  uint32_t m = o.gdn_digits;
+  if (!m) {
+    if (const char* e = std::getenv("EWGPU_GEMV_GDN_Q8")) m = std::string(e) == "1" ? 1 : 2;
+    else m = o.activations == kernels::Activations::kAuto && !std::getenv("EWGPU_GEMV_Q8") && arch == Arch::kQwen3_5 &&
+             od == 1 ? 2 : od;
+  }
+  return m == 1 ? 1 : 2;
 }
 
 // ForwardOptions::mlp_digits' auto: one digit for the MLP where the others take two by default, the split that

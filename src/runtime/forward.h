@@ -43,8 +43,9 @@ struct ForwardOptions {
   uint32_t max_steps = 16;     // decode steps per submission the output ring holds (K max)
   // x precision of the q4 decode GEMVs (kernels/gemv_op.h). kAuto (decodeActivations below): on GPUs with WGSL's
   // packed dot product, in engines of more than one row, kInt8 (one digit) for the families whose one-digit decode
-  // stays within 2e-2 of max |logit| against the transformers fixtures; kInt16 (two) for qwen3_5, gemma2, gemma4
-  // and one-row engines (with mlp_digits' one digit for the MLP); f32 x on CPU adapters.
+  // stays within 2e-2 of max |logit| against the transformers fixtures (qwen3_5 with gdn_digits' two digits for its
+  // GDN projections); kInt16 (two) for gemma2, gemma4 and one-row engines (with mlp_digits' one digit for the MLP);
+  // f32 x on CPU adapters.
   kernels::Activations activations = kernels::Activations::kAuto;
   // Prefix reuse (docs/prefix-reuse.md): KV pages beyond the slots' own (kAuto: one context's worth) for cached
   // prefixes, and Qwen3.5 recurrent-state snapshots (kAuto: slots + 1; 0 for models without GDN layers).
@@ -69,13 +70,20 @@ struct ForwardOptions {
   // alike. 0 (auto): one digit where `activations` is kAuto and gives two (GPUs with the packed dot product), but
   // not for gemma4; all alike otherwise. EWGPU_GEMV_MLP_Q8=1 / 0 overrides auto.
   uint32_t mlp_digits = 0;
+  // Qwen3.5's GDN projections' decode GEMVs (in_proj, out_proj): 1 or 2 x̂ digits whatever `activations` gives the
+  // others. 0 (auto): two where `activations` is kAuto and gives qwen3_5 one (engines of more than one row on GPUs
+  // with the packed dot product); all alike otherwise. EWGPU_GEMV_GDN_Q8=1 / 2 overrides auto.
+  uint32_t gdn_digits = 0;
 };
 
 // ForwardOptions::activations resolved on `d` for `arch` (decode GEMVs of q4 weights): a value other than kAuto,
 // or EWGPU_GEMV_Q8 (0 / 1 / 2: f32 / int8 / int16) where set, as given; kAuto: f32 x without the packed dot product
-// or on CPU adapters, else kInt8 where max_batch > 1, but kInt16 for qwen3_5, gemma2 and gemma4 and in one-row
-// engines (docs/kernels.md, "GEMV with quantized x").
+// or on CPU adapters, else kInt8 where max_batch > 1, but kInt16 for gemma2 and gemma4 and in one-row engines
+// (docs/kernels.md, "GEMV with quantized x").
 kernels::Activations decodeActivations(const ForwardOptions& o, const DeviceInfo& d, Arch arch);
+// The digits ForwardOptions::gdn_digits resolves to on `d` for `arch` (0: f32 x), before the weight format is
+// looked at.
+uint32_t decodeGdnDigits(const ForwardOptions& o, const DeviceInfo& d, Arch arch);
 // The digits ForwardOptions::mlp_digits and prefill_mlp_digits resolve to on `d` for `arch` (0: the MLP takes the
 // other projections' setting), before the weight format is looked at. `others` is the digits the other projections
 // take (0 for f32 x).
@@ -145,6 +153,7 @@ class Forward {
   uint32_t prefillMlpDigits() const { return pmlp_digits_; }  // the same for the MLP's GEMMs
   uint32_t decodeMlpDigits() const { return mlp_digits_; }     // x̂ digits of the MLP's decode GEMVs (0: f32 x)
   uint32_t decodeDigits() const { return digits_; }            // x̂ digits of the other decode GEMVs (0: f32 x)
+  uint32_t decodeGdnDigits() const { return gdn_digits_; }     // x̂ digits of the GDN projections' decode GEMVs
   uint32_t contextLength() const { return ctx_len_; }  // positions per slot actually used
   bool kvF16() const { return kv16_; }
   const ForwardStats& stats() const { return stats_; }
@@ -244,6 +253,7 @@ class Forward {
   uint32_t pmlp_digits_ = 0;  // prefillMlpDigits()
   uint32_t mlp_digits_ = 0;   // decodeMlpDigits()
   uint32_t digits_ = 0;       // decodeDigits()
+  uint32_t gdn_digits_ = 0;   // decodeGdnDigits()
   gpu::Buffer pxq_;       // the int8 prefill GEMMs' x̂ (kernels::GemmQ8), shared by every op
   bool kv16_ = false;  // the KV cache holds f16 (ForwardOptions::kv resolved)
   uint32_t pps_ = 1, pool_ = 1, snaps_ = 0;

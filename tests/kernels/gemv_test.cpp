@@ -679,8 +679,9 @@ TEST(GemvBatch, GemmKernelChoice) {
 // int8 TOP/s (2 · N · K · rows), all variants of a shape in one process, one after the other. The weights are read
 // as a decode step reads them, from memory rather than from the L2 cache: each op is built over several copies of
 // its matrix, at least 160 MB in all, and a call takes the copies in turn, each dispatch in a pass of its own (a
-// matrix repeated in place would be served from the 50 MB L2 after its first call, which flattered the GEMMs of
-// small matrices by up to 1.5× against a running engine). EWGPU_GEMVB_BENCH=2 runs the Qwen3.5-2B shapes too.
+// matrix repeated in place would be served from the 50 MB L2 after its first call: so measured, two weight blocks
+// per gemm_q8 thread looked faster on small matrices, which a running engine did not show, docs/measurements/
+// h100-run37). EWGPU_GEMVB_BENCH=2 runs the Qwen3.5-2B shapes too.
 TEST(GemvBatchBench, ModelShapes) {
   const char* mode = std::getenv("EWGPU_GEMVB_BENCH");
   if (!mode) GTEST_SKIP() << "set EWGPU_GEMVB_BENCH=1 to run";

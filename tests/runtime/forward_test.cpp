@@ -110,6 +110,7 @@ TEST(MlpDigits, DefaultsByAdapterAndFamily) {
   unsetenv("EWGPU_GEMV_MLP_Q8");
   unsetenv("EWGPU_PREFILL_MLP_Q8");
   unsetenv("EWGPU_GEMV_Q8");
+  unsetenv("EWGPU_GEMV_GDN_Q8");
   DeviceInfo gpu;
   gpu.adapter_type = "discrete-gpu";
   gpu.packed_dot4 = true;
@@ -143,8 +144,8 @@ TEST(MlpDigits, DefaultsByAdapterAndFamily) {
   EXPECT_EQ(decodeMlpDigits(dflt, gpu, Arch::kGemma2), 1u);  // two digits elsewhere, the MLP split
 
   // The other decode projections (ForwardOptions::activations kAuto): one digit on GPUs in engines of more than one
-  // row, except for qwen3_5, gemma2 and gemma4 (one digit measured past 2e-2 of max |logit| against transformers
-  // there); two in one-row engines (no faster with one); f32 x without the packed dot product or on CPU adapters; an
+  // row, except for gemma2 and gemma4 (one digit measured past 2e-2 of max |logit| against transformers there) and
+  // qwen3_5's GDN projections (below); two in one-row engines (no faster with one); f32 x without the packed dot product or on CPU adapters; an
   // explicit value and EWGPU_GEMV_Q8 as given.
   using kernels::Activations;
   ForwardOptions rows4 = dflt;
@@ -155,9 +156,23 @@ TEST(MlpDigits, DefaultsByAdapterAndFamily) {
     EXPECT_EQ(decodeMlpDigits(rows4, gpu, a), 1u) << archName(a);
     EXPECT_EQ(decodeActivations(dflt, gpu, a), Activations::kInt16) << archName(a);  // one row
   }
-  for (Arch a : {Arch::kQwen3_5, Arch::kGemma2, Arch::kGemma4})
+  for (Arch a : {Arch::kGemma2, Arch::kGemma4})
     EXPECT_EQ(decodeActivations(rows4, gpu, a), Activations::kInt16) << archName(a);
+  EXPECT_EQ(decodeActivations(rows4, gpu, Arch::kQwen3_5), Activations::kInt8);
+  EXPECT_EQ(decodeActivations(dflt, gpu, Arch::kQwen3_5), Activations::kInt16);  // one row
   EXPECT_EQ(decodeMlpDigits(rows4, gpu, Arch::kQwen3_5), 1u);
+  // qwen3_5's GDN projections (ForwardOptions::gdn_digits auto): two where the others take one by default (more
+  // than one row), all alike otherwise; an explicit value and EWGPU_GEMV_GDN_Q8 as given; 0 for f32 x.
+  EXPECT_EQ(decodeGdnDigits(rows4, gpu, Arch::kQwen3_5), 2u);
+  EXPECT_EQ(decodeGdnDigits(dflt, gpu, Arch::kQwen3_5), 2u);
+  EXPECT_EQ(decodeGdnDigits(rows4, gpu, Arch::kLlama), 1u);
+  EXPECT_EQ(decodeGdnDigits(rows4, cpu, Arch::kQwen3_5), 0u);
+  ForwardOptions gdn_one = rows4;
+  gdn_one.gdn_digits = 1;
+  EXPECT_EQ(decodeGdnDigits(gdn_one, gpu, Arch::kQwen3_5), 1u);
+  setenv("EWGPU_GEMV_GDN_Q8", "1", 1);
+  EXPECT_EQ(decodeGdnDigits(rows4, gpu, Arch::kQwen3_5), 1u);
+  unsetenv("EWGPU_GEMV_GDN_Q8");
   EXPECT_EQ(decodeActivations(rows4, cpu, Arch::kLlama), Activations::kF32);
   EXPECT_EQ(decodeActivations(rows4, old_gpu, Arch::kLlama), Activations::kF32);
   ForwardOptions rows4_two = rows4;
@@ -167,8 +182,11 @@ TEST(MlpDigits, DefaultsByAdapterAndFamily) {
   setenv("EWGPU_GEMV_Q8", "2", 1);
   EXPECT_EQ(decodeActivations(rows4, gpu, Arch::kLlama), Activations::kInt16);
   EXPECT_EQ(decodeMlpDigits(rows4, gpu, Arch::kLlama), 1u);  // the previous default: the MLP split for every family
+  EXPECT_EQ(decodeGdnDigits(rows4, gpu, Arch::kQwen3_5), 2u);  // qwen3_5's previous default: two but in the MLP
+  EXPECT_EQ(decodeActivations(rows4, gpu, Arch::kQwen3_5), Activations::kInt16);
   setenv("EWGPU_GEMV_Q8", "1", 1);
   EXPECT_EQ(decodeActivations(dflt, gpu, Arch::kQwen3_5), Activations::kInt8);
+  EXPECT_EQ(decodeGdnDigits(rows4, gpu, Arch::kQwen3_5), 1u);  // one everywhere
   unsetenv("EWGPU_GEMV_Q8");
 
   // Prefill: `others` is what the other GEMMs resolved to (qwen3_5 and gemma4 two digits on GPUs, others one).
