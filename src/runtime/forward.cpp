@@ -851,10 +851,11 @@ uint32_t Forward::decodeDispatches(SampleBatch batch, uint32_t max_pos) const {
 // where that measured within 2e-2 of max |logit| against the transformers fixtures (fixture_test
 // TransformersFixtureInt8, docs/kernels.md: 0.25% gemma .. 1.7% gemma3_text, llama 1.1%), and for qwen3_5 with two
 // in its GDN projections (decodeGdnDigits: 1.78% against 9.2% with one everywhere); two where it did not (gemma2
-// 2.4%, gemma4 17.5%), which then take mlp_digits' split; one-row engines take that split for every family. H100, Llama-3.2-1B, steady tok/s against the split (docs/measurements/h100-run36, ABAB): 32-row
-// engine at 32 / 16 streams 10,096-10,120 / 6,510-7,178 against 8,812-8,930 / 6,309-6,318; 4-row engine at 4 / 1
-// streams 2,724-2,749 / 958-961 against 2,420-2,431 / 905-920; the one-row engine 1,309-1,376 against 1,375-1,376
-// (and Qwen3-0.6B 1,044-1,052 against 1,074), so no gain there for the accuracy.
+// 2.4%, gemma4 17.5%), which then take mlp_digits' split; one-row engines take that split for every family. H100,
+// Llama-3.2-1B, steady tok/s against the split (docs/measurements/h100-run36, ABAB): 32-row engine at 32 / 16 streams
+// 10,096-10,120 / 6,510-7,178 against 8,812-8,930 / 6,309-6,318; 4-row engine at 4 / 1 streams 2,724-2,749 /
+// 958-961 against 2,420-2,431 / 905-920; the one-row engine 1,309-1,376 against 1,375-1,376 (and Qwen3-0.6B
+// 1,044-1,052 against 1,074), so no gain there for the accuracy.
 kernels::Activations decodeActivations(const ForwardOptions& o, const DeviceInfo& d, Arch arch) {
   const kernels::Activations a = kernels::resolveActivations(o.activations, d);  // EWGPU_GEMV_Q8 where set
   if (o.activations != kernels::Activations::kAuto || std::getenv("EWGPU_GEMV_Q8") || a != kernels::Activations::kInt16)
@@ -866,7 +867,9 @@ kernels::Activations decodeActivations(const ForwardOptions& o, const DeviceInfo
 // ForwardOptions::gdn_digits' auto: two digits for qwen3_5's GDN in/out projections where activations' auto gives
 // it one (engines of more than one row). On its transformers fixture (SwiftShader, 2026-12-07) each part with one
 // digit, the rest as in one-row engines (two, the MLP one: 1.65% of max |logit|): the LM head 1.65%, the attention
-// projections 1.64%, both 1.78%, the GDN in-projection 4.7%, its out-projection 3.2%; one everywhere 9.2%.
+// projections 1.64%, both 1.78%, the GDN in-projection 4.7%, its out-projection 3.2%; one everywhere 9.2%. H100,
+// Qwen3.5-2B, 32-row engine, steady tok/s against the split (docs/measurements/h100-run37, ABAB): 5,754-5,922
+// against 5,441-5,488 at 32 streams, 4,216-4,294 against 4,038-4,042 at 16, 541-542 against 548-549 with one.
 uint32_t decodeGdnDigits(const ForwardOptions& o, const DeviceInfo& d, Arch arch) {
   const uint32_t od = kernels::activationDigits(decodeActivations(o, d, arch));
   if (!od) return 0;  // f32 x

@@ -528,7 +528,8 @@ TEST(GemvBatch, GemmTilesKeepTheBits) {
     }
     ASSERT_EQ(want.size(), base.active.size());
     for (auto [nb, max_mb] : {std::pair{2u, 0u}, std::pair{1u, 2u}, std::pair{2u, 1u}}) {
-      SCOPED_TRACE("epi " + std::to_string(epi) + " NB " + std::to_string(nb) + " largest tile " + std::to_string(max_mb));
+      SCOPED_TRACE("epi " + std::to_string(epi) + " NB " + std::to_string(nb) + " largest tile " +
+                   std::to_string(max_mb));
       BatchCase c = base;
       c.gemm_nb = nb;
       c.gemm_max_mb = max_mb;
@@ -691,8 +692,9 @@ TEST(GemvBatchBench, ModelShapes) {
   struct Shape { const char* name; uint32_t n, k, epi, digits; };
   // The digits each shape takes in a 32-row engine (forward.cpp decodeActivations and decodeGdnDigits: one
   // everywhere for Llama-3.2-1B; for Qwen3.5-2B one but in the GDN projections).
-  std::vector<Shape> shapes = {{"1B qkv", 3072, 2048, 0, 1}, {"1B o", 2048, 2048, 1, 1}, {"1B gate_up", 16384, 2048, 2, 1},
-                               {"1B down", 2048, 8192, 1, 1}, {"1B lm_head", 128256, 2048, 0, 1}};
+  std::vector<Shape> shapes = {{"1B qkv", 3072, 2048, 0, 1}, {"1B o", 2048, 2048, 1, 1},
+                               {"1B gate_up", 16384, 2048, 2, 1}, {"1B down", 2048, 8192, 1, 1},
+                               {"1B lm_head", 128256, 2048, 0, 1}};
   if (std::string(mode) == "smoke")  // the bench's own code on any adapter (8.5 minutes on SwiftShader)
     shapes = {{"smoke", 256, 512, 0, 1}, {"smoke swiglu", 256, 512, 2, 2}};
   if (std::string(mode) == "2")

@@ -145,8 +145,8 @@ TEST(MlpDigits, DefaultsByAdapterAndFamily) {
 
   // The other decode projections (ForwardOptions::activations kAuto): one digit on GPUs in engines of more than one
   // row, except for gemma2 and gemma4 (one digit measured past 2e-2 of max |logit| against transformers there) and
-  // qwen3_5's GDN projections (below); two in one-row engines (no faster with one); f32 x without the packed dot product or on CPU adapters; an
-  // explicit value and EWGPU_GEMV_Q8 as given.
+  // qwen3_5's GDN projections (below); two in one-row engines (no faster with one); f32 x without the packed dot
+  // product or on CPU adapters; an explicit value and EWGPU_GEMV_Q8 as given.
   using kernels::Activations;
   ForwardOptions rows4 = dflt;
   rows4.max_batch = 4;
