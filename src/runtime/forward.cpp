@@ -871,6 +871,7 @@ kernels::Activations decodeActivations(const ForwardOptions& o, const DeviceInfo
 // Qwen3.5-2B, 32-row engine, steady tok/s against the split (docs/measurements/h100-run37, ABAB): 5,754-5,922
 // against 5,441-5,488 at 32 streams, 4,216-4,294 against 4,038-4,042 at 16, 541-542 against 548-549 with one.
 uint32_t decodeGdnDigits(const ForwardOptions& o, const DeviceInfo& d, Arch arch) {
+  if (!d.packed_dot4) return 0;  // the GEMVs take f32 x without it (as decodeMlpDigits)
   const uint32_t od = kernels::activationDigits(decodeActivations(o, d, arch));
   if (!od) return 0;  // f32 x
   uint32_t m = o.gdn_digits;

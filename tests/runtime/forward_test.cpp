@@ -167,6 +167,9 @@ TEST(MlpDigits, DefaultsByAdapterAndFamily) {
   EXPECT_EQ(decodeGdnDigits(dflt, gpu, Arch::kQwen3_5), 2u);
   EXPECT_EQ(decodeGdnDigits(rows4, gpu, Arch::kLlama), 1u);
   EXPECT_EQ(decodeGdnDigits(rows4, cpu, Arch::kQwen3_5), 0u);
+  ForwardOptions rows4_int8 = rows4;
+  rows4_int8.activations = Activations::kInt8;  // asked for, but the device has no packed dot product
+  EXPECT_EQ(decodeGdnDigits(rows4_int8, old_gpu, Arch::kQwen3_5), 0u);
   ForwardOptions gdn_one = rows4;
   gdn_one.gdn_digits = 1;
   EXPECT_EQ(decodeGdnDigits(gdn_one, gpu, Arch::kQwen3_5), 1u);
