@@ -61,6 +61,40 @@ const MAXACC: u32 = 32u;        // 2 (SwiGLU halves) × RPT × BATCH ≤ 32
 @group(0) @binding(4) var<storage, read> norm_w: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read> bias: array<f32>;
 
+//#if L2NEXT
+// The next projection's weights, pulled into the L2 by L2_WG workgroups appended to the grid (ids from L2_MAIN on)
+// while the others compute this one: a one-row decode step is a chain of small dependent dispatches, each waiting on
+// its first weight loads from memory, and the next one's then come from the L2. One 16-byte load per 32-byte sector
+// (the L2's fill unit), 8 in flight per thread; the loaded words go to y's last 256 floats (from L2_SINK), which
+// hold no output and which nothing reads, so the loads cannot be dropped. Two bindings more: 8 in all.
+override L2_MAIN: u32 = 1u;     // workgroups of this projection (the grid's first ones)
+override L2_WG: u32 = 0u;       // workgroups that touch the next one's weights
+override L2_W: u32 = 0u;        // vec4s of l2w (its codes) to touch
+override L2_S: u32 = 0u;        // vec4s of l2s (its scales) to touch
+override L2_SINK: u32 = 0u;     // first of y's 256 spare floats
+@group(0) @binding(6) var<storage, read> l2w: array<vec4<u32>>;
+@group(0) @binding(7) var<storage, read> l2s: array<vec4<u32>>;
+
+fn touchSectors(t: u32, n: u32, words: u32, scales: bool) -> vec4<u32> {
+  var a = vec4<u32>(0u);
+  for (var v0 = 2u * t; v0 < words; v0 += 16u * n) {
+    var r: array<vec4<u32>, 8>;
+    for (var j = 0u; j < 8u; j++) {
+      let v = min(v0 + 2u * n * j, words - 1u);
+      if (scales) { r[j] = l2s[v]; } else { r[j] = l2w[v]; }
+    }
+    for (var j = 0u; j < 8u; j++) { a ^= r[j]; }
+  }
+  return a;
+}
+
+fn touchNext(t: u32) {
+  let n = L2_WG * WG;
+  let a = touchSectors(t, n, L2_W, false) ^ touchSectors(t, n, L2_S, true);
+  y[L2_SINK + t % 256u] = bitcast<f32>(a.x ^ a.y ^ a.z ^ a.w);
+}
+//#endif
+
 var<workgroup> red: array<f32, WG>;
 var<workgroup> rinv: array<f32, MAXB>;
 var<workgroup> red2: array<f32, 16>;
@@ -316,6 +350,12 @@ fn reduceLanes(v: f32, lid: u32) -> f32 {
 fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {
   let lid = lidv.x;
+//#if L2NEXT
+  if (wid.x >= L2_MAIN) {  // one of the appended workgroups (the grid is one row of workgroups then)
+    touchNext((wid.x - L2_MAIN) * WG + lid);
+    return;
+  }
+//#endif
   let groups = WG / TPR;            // thread groups in the workgroup
   let tg = lid / TPR;
   let ks = tg % KSPLIT;              // which slice of K this thread group sums

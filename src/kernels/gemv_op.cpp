@@ -27,6 +27,11 @@ uint32_t out_w_of(const LinearWeights& w, const GemvConfig& cfg) {
 }
 }  // namespace
 
+bool gemvL2Next(const DeviceInfo& d) {
+  if (const char* e = std::getenv("EWGPU_GEMV_L2")) return std::string(e) == "1";
+  return !d.cpuAdapter();
+}
+
 Activations resolveActivations(Activations act, const DeviceInfo& d) {
   if (act != Activations::kAuto) return act;
   if (const char* e = std::getenv("EWGPU_GEMV_Q8"))
@@ -120,6 +125,26 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
   // PREFETCH) where the grid has at most this many workgroups; EWGPU_GEMV_PREFETCH_WG overrides (0: never).
   uint32_t prefetch_wg = kPrefetchMaxWorkgroups;
   if (const char* e = std::getenv("EWGPU_GEMV_PREFETCH_WG")) prefetch_wg = (uint32_t)std::strtoul(e, nullptr, 10);
+  // The next projection's weights into the L2: L2_WG workgroups of 256 threads, each thread touching about
+  // EWGPU_GEMV_L2_LOADS (16) 32-byte sectors; EWGPU_GEMV_L2_MB caps the bytes touched (codes and scales alike).
+  const LinearWeights* nx = cfg.l2_next;
+  const bool l2 = nx && w.w_chunks.size() == 1 && nx->w_chunks.size() == 1 &&
+                  y.size() >= (uint64_t)y_stride * cfg.batch * 4 + kL2SinkBytes &&
+                  nx->s_chunks.size() == 1 && gemvL2Next(d) &&
+                  (nx->format == WeightFormat::kQ4F16 || nx->format == WeightFormat::kQ4F32);
+  uint64_t l2_wb = 0, l2_sb = 0;
+  uint32_t l2_wg = 0;
+  if (l2) {
+    l2_wb = nx->w_chunks[0]->size();
+    l2_sb = nx->s_chunks[0]->size();
+    if (uint32_t mb = knob("EWGPU_GEMV_L2_MB"); mb && l2_wb + l2_sb > (uint64_t)mb << 20) {
+      const double f = (double)((uint64_t)mb << 20) / (double)(l2_wb + l2_sb);
+      l2_wb = (uint64_t)(l2_wb * f);
+      l2_sb = (uint64_t)(l2_sb * f);
+    }
+    const uint32_t loads = std::max<uint32_t>(1, knob("EWGPU_GEMV_L2_LOADS") ? knob("EWGPU_GEMV_L2_LOADS") : 16);
+    l2_wg = (uint32_t)std::max<uint64_t>(1, ((l2_wb + l2_sb) / 32 + 256ull * loads - 1) / (256ull * loads));
+  }
   GemvOp op;
   uint32_t row0 = 0;
   for (size_t c = 0; c < w.w_chunks.size(); ++c) {
@@ -133,21 +158,39 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
                      {"Q8_DIGITS", digits}, {"QSG", q8 ? quantSubgroups(ctx.info()) : 0}};
     const uint32_t wgs = ((gatedEpilogue(cfg.epi) ? n / 2 : n) + rows_per_wg - 1) / rows_per_wg;
     if (q8 && rpt == 4) k["PREFETCH"] = wgs <= prefetch_wg ? 1 : 0;
-    auto kern = ctx.kernel("gemv", k);
+    const bool touch = l2 && wgs + l2_wg <= 65535;
+    if (touch) {
+      k["L2_MAIN"] = wgs;
+      k["L2_WG"] = l2_wg;
+      k["L2_W"] = (uint32_t)(l2_wb / 16);
+      k["L2_S"] = (uint32_t)(l2_sb / 16);
+      k["L2_SINK"] = (uint32_t)((y.size() - kL2SinkBytes) / 4);
+    }
+    auto kern = ctx.kernel("gemv", k, touch ? std::vector<std::string>{"L2NEXT"} : std::vector<std::string>{});
     if (!kern) return std::move(kern).error();
     // Unused bindings get any read-only buffer that is not `y`.
     const gpu::Buffer* s = w.s_chunks.empty() ? w.w_chunks[c] : w.s_chunks[c];
     const gpu::Buffer* nb = cfg.norm ? cfg.norm : &x;
     const gpu::Buffer* bb = w.bias ? w.bias : &x;
-    auto bg = ctx.bindGroup(**kern, {{w.w_chunks[c]}, {s}, {&x}, {&y}, {nb}, {bb}});
+    std::vector<gpu::Binding> entries{{w.w_chunks[c]}, {s}, {&x}, {&y}, {nb}, {bb}};
+    if (touch) {
+      entries.push_back({nx->w_chunks[0]});
+      entries.push_back({nx->s_chunks[0]});
+    }
+    auto bg = ctx.bindGroup(**kern, entries);
     if (!bg) return std::move(bg).error();
     Part p;
     p.kernel = *kern;
     p.bg = std::move(*bg);
-    uint32_t rows = gatedEpilogue(cfg.epi) ? n / 2 : n;
-    uint32_t groups = (rows + rows_per_wg - 1) / rows_per_wg;
-    p.gx = std::min<uint32_t>(groups, 65535);
-    p.gy = (groups + p.gx - 1) / p.gx;
+    p.gx = wgs;
+    p.gy = 1;
+    if (touch) {
+      p.gx += l2_wg;
+      op.l2_wg_ = l2_wg;
+    } else {
+      p.gx = std::min<uint32_t>(wgs, 65535);
+      p.gy = (wgs + p.gx - 1) / p.gx;
+    }
     op.parts_.push_back(std::move(p));
     row0 += n;
   }

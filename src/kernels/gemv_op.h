@@ -69,7 +69,18 @@ struct GemvConfig {
   uint32_t gemm_nw = 0;             // gemm_q8_wt: weight rows per tile, 16·i up to 64, 4·i unstaged (0: 64 for
                                     // matrices of kGemmWideRows rows or more, else 16)
   int gemm_xsm = -1;                // gemm_q8_wt: 1 x̂ staged in workgroup memory, 0 read from global (-1: default)
+  // One-row ops (gemv.wgsl): the projection that runs after this one. Workgroups appended to this dispatch touch its
+  // codes and scales, so that they wait in the L2 when it starts (gemv.wgsl L2NEXT). Taken where gemvL2Next()
+  // allows it, this op is one dispatch of one row of workgroups, `l2_next` one chunk of a q4 format and y's buffer
+  // holds kL2SinkBytes past its outputs (the touched words are written there); the outputs do not change.
+  const LinearWeights* l2_next = nullptr;
 };
+
+// Whether one-row GEMVs pull the next projection's weights into the L2 (GemvConfig::l2_next): on GPU adapters, where
+// a decode step's small dispatches each wait on their first loads from memory; EWGPU_GEMV_L2=0 / 1 overrides.
+bool gemvL2Next(const DeviceInfo& d);
+// The spare bytes at the end of a GEMV's y buffer that GemvConfig::l2_next needs.
+inline constexpr uint64_t kL2SinkBytes = 1024;
 
 // Engines of at least this many decode rows run their batched q4 projections through gemm_q8.wgsl, except
 // matrices of more than kGemmMaxRows weight rows (the LM head), which stay on gemv_batch.wgsl: gemm_q8's workgroups
@@ -98,6 +109,8 @@ class GemvOp {
     return (uint32_t)(parts_.size() + gemm_parts_.size()) + (quant_.kernel ? 1 : 0);
   }
   bool batched() const { return batch_tile_ > 0; }
+  // The workgroups that touch GemvConfig::l2_next's weights (0: none).
+  uint32_t l2Workgroups() const { return l2_wg_; }
   bool gemm() const { return !gemm_parts_.empty(); }  // a small-M GEMM instead of gemv_batch.wgsl
   // The GEMM's kernel ("gemm_q8_wt" or "gemm_q8"), or "" without one.
   std::string gemmKernel() const { return gemm() ? gemm_parts_[0][0].kernel->name : std::string(); }
@@ -133,6 +146,7 @@ class GemvOp {
   // takes the smallest that holds its active rows.
   std::vector<std::array<Part, 4>> gemm_parts_;
   uint32_t max_tile_ = 3;  // the largest of those a step takes
+  uint32_t l2_wg_ = 0;
 };
 
 }  // namespace ewgpu::kernels

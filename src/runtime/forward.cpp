@@ -317,11 +317,13 @@ Status Forward::createBuffers() {
   EWGPU_ASSIGN(counts_, buffer((uint64_t)opts_.slots * V * 4, "counts", act));
   EWGPU_ASSIGN(out_, buffer(B * opts_.max_steps * kOutWords * 4, "out", nullptr));
   EWGPU_ASSIGN(logits_, buffer(B * V * 4, "logits", act));
-  EWGPU_ASSIGN(hidden_, buffer(B * H * 4, "hidden", act));
-  EWGPU_ASSIGN(qkv_, buffer(B * attnWidth(c) * 4, "qkv", act));
-  EWGPU_ASSIGN(proj_, buffer(B * projw * 4, "proj", act));
+  // The decode GEMVs' outputs keep kL2SinkBytes past their rows (the one-row GEMVs' L2 touches write there).
+  const uint64_t sink = kernels::kL2SinkBytes;
+  EWGPU_ASSIGN(hidden_, buffer(B * H * 4 + sink, "hidden", act));
+  EWGPU_ASSIGN(qkv_, buffer(B * attnWidth(c) * 4 + sink, "qkv", act));
+  EWGPU_ASSIGN(proj_, buffer(B * projw * 4 + sink, "proj", act));
   EWGPU_ASSIGN(mix_, buffer(B * mixw * 4, "mix", act));
-  EWGPU_ASSIGN(act_, buffer(B * inter * 4, "act", act));
+  EWGPU_ASSIGN(act_, buffer(B * inter * 4 + sink, "act", act));
   EWGPU_ASSIGN(prep_, buffer(B * prepw * 4, "prep", act));
   // Decode attention: enough position ranges that heads × rows × ranges fill ~512 workgroups (at most 32); one
   // range on CPU adapters (SwiftShader runs workgroups on a few threads). EWGPU_ATTN_SPLIT overrides. Ranges
@@ -394,7 +396,7 @@ Status Forward::createBuffers() {
   if (familyBuffers(c)) {
     EWGPU_ASSIGN(normed_, buffer(B * H * 4, "normed", act));
     EWGPU_ASSIGN(normed2_, buffer(B * H * 4, "normed-2", act));
-    EWGPU_ASSIGN(branch_, buffer(B * H * 4, "branch", act));
+    EWGPU_ASSIGN(branch_, buffer(B * H * 4 + kernels::kL2SinkBytes, "branch", act));
     EWGPU_ASSIGN(pnormed2_, buffer(T * H * 4, "prefill-normed-2", act));
     EWGPU_ASSIGN(pbranch_, buffer(T * H * 4, "prefill-branch", act));
     EWGPU_ASSIGN(plastn_, buffer(H * 4, "prefill-last-normed", act));
@@ -540,8 +542,22 @@ Status Forward::createDecodeOps() {
     pple_combine_bg_ = std::move(*pbg);
   }
   const bool ln = c.norm == NormKind::kLayer;
+  // One-row engines: each projection's dispatch also pulls the next projection's weights into the L2
+  // (GemvConfig::l2_next; kernels::gemvL2Next says where). The views live until the ops are made.
+  auto l2 = [&](GemvConfig g, const kernels::LinearWeights* next) {
+    if (B == 1) g.l2_next = next;
+    return g;
+  };
   for (int l = 0; l < c.n_layers; ++l) {
     const GpuLayer& L = model_.layers[l];
+    const kernels::LinearWeights o_w = L.o.view(), out_w = L.out_proj.view(), up_w = L.gate_up.view(),
+                                 down_w = L.down.view();
+    // The first projection of the next layer (its attention's q|k|v or its GDN in-projection).
+    std::optional<kernels::LinearWeights> first_next;
+    if (l + 1 < c.n_layers) {
+      const GpuLayer& N = model_.layers[l + 1];
+      first_next = N.full_attention ? N.qkv.view() : N.in_proj.view();
+    }
     LayerOps ops;
     ops.full = L.full_attention;
     // The layer's attention shape (gemma4 varies head dim and KV heads by layer; a KV-shared layer reads the cache
@@ -570,7 +586,7 @@ Status Forward::createDecodeOps() {
       ops.attn = std::make_unique<AttnOps>();
       AttnOps& a = *ops.attn;
       EWGPU_ASSIGN(a.qkv, kernels::GemvOp::create(ctx_, L.qkv.view(), *in_x, qkv_,
-                                                  gemvCfg({Epilogue::kStore, B, in_norm, c.rms_eps})));
+                                                  l2(gemvCfg({Epilogue::kStore, B, in_norm, c.rms_eps}), &o_w)));
       if (c.qk_norm_full) {  // olmo2: q|k|v normed into qkvn_, which the attention reads
         QkvNormOps qn;
         auto k = ctx_.kernel("qkv_norm", {{"QW", c.n_heads * D}, {"KW", HKV * D}, {"EPS", c.rms_eps}});
@@ -712,8 +728,9 @@ Status Forward::createDecodeOps() {
       const bool post = L.attn_out_norm.handle();
       EWGPU_ASSIGN(a.o, kernels::GemvOp::create(
                             ctx_, L.o.view(), mix_, post ? branch_ : hidden_,
-                            gemvCfg({post ? Epilogue::kStore : Epilogue::kResidualAdd, B, nullptr, c.rms_eps,
-                                     c.n_heads * D})));
+                            l2(gemvCfg({post ? Epilogue::kStore : Epilogue::kResidualAdd, B, nullptr, c.rms_eps,
+                                        c.n_heads * D}),
+                               &up_w)));
       if (post)
         EWGPU_ASSIGN(ops.n_attn_out, familyNorm(branch_, L.attn_out_norm, nullptr, hidden_, active_, B, true));
     } else {
@@ -721,7 +738,8 @@ Status Forward::createDecodeOps() {
       GdnOps& g = *ops.gdn;
       kernels::GdnDims gd = gdnDims(c);
       EWGPU_ASSIGN(g.in, kernels::GemvOp::create(ctx_, L.in_proj.view(), hidden_, proj_,
-                                                 gdnCfg(gemvCfg({Epilogue::kStore, B, &L.input_norm, c.rms_eps}))));
+                                                 l2(gdnCfg(gemvCfg({Epilogue::kStore, B, &L.input_norm, c.rms_eps})),
+                                                    &out_w)));
       EWGPU_ASSIGN(g.conv, kernels::GdnConvOp::create(ctx_, gd, false,
                                                       {{&proj_}, {&L.conv_w}, {&L.a_log}, {&L.dt_bias}, {&rows_},
                                                        {&conv_state_[l]}, {&prep_}}));
@@ -729,7 +747,8 @@ Status Forward::createDecodeOps() {
                                                                      {&state_[l]}, {&mix_}}));
       EWGPU_ASSIGN(g.out, kernels::GemvOp::create(
                               ctx_, L.out_proj.view(), mix_, hidden_,
-                              gdnCfg(gemvCfg({Epilogue::kResidualAdd, B, nullptr, c.rms_eps, gd.outWidth()}))));
+                              l2(gdnCfg(gemvCfg({Epilogue::kResidualAdd, B, nullptr, c.rms_eps, gd.outWidth()})),
+                                 &up_w)));
     }
     // The MLP's input, as the layer's: fused RMSNorm, as it is (olmo2), the parallel block's norms (normed_ shared
     // with the attention, or normed2_), or a LayerNorm op.
@@ -748,10 +767,11 @@ Status Forward::createDecodeOps() {
       up_norm = nullptr;
     }
     EWGPU_ASSIGN(ops.up, kernels::GemvOp::create(ctx_, L.gate_up.view(), *up_x, act_,
-                                                 mlpCfg(gemvCfg({mlpEpilogue(c), B, up_norm, c.rms_eps}))));
+                                                 l2(mlpCfg(gemvCfg({mlpEpilogue(c), B, up_norm, c.rms_eps})), &down_w)));
     const bool post = L.mlp_out_norm.handle();
     EWGPU_ASSIGN(ops.down, kernels::GemvOp::create(ctx_, L.down.view(), act_, post ? branch_ : hidden_,
-                                                   mlpCfg(gemvCfg({post ? Epilogue::kStore : Epilogue::kResidualAdd, B}))));
+                                                   l2(mlpCfg(gemvCfg({post ? Epilogue::kStore : Epilogue::kResidualAdd, B})),
+                                                      first_next ? &*first_next : nullptr)));
     if (post) EWGPU_ASSIGN(ops.n_mlp_out, familyNorm(branch_, L.mlp_out_norm, nullptr, hidden_, active_, B, true));
     if (L.ple_gate.n) {  // gemma4: the per-layer input branch, normed into the residual
       ops.ple = true;

@@ -405,6 +405,73 @@ TEST(GemvOp, SingleRowEveryEpilogue) {
     }
 }
 
+// GemvConfig::l2_next: the workgroups appended to a one-row GEMV touch the next projection's codes and scales and
+// leave this one's outputs bit for bit as they were (gemv.wgsl's int8 x̂ path), writing the touched words into
+// y's spare bytes; the size cap (EWGPU_GEMV_L2_MB) takes fewer workgroups, and a y without spare bytes none.
+TEST(GemvOp, L2NextKeepsTheBits) {
+  std::mt19937 rng(901);
+  std::normal_distribution<float> nd;
+  const uint32_t n = 2 * 96, k = 1024, nn = 3072;
+  PackedWeights pw = randomWeights(0, n, k, rng), pn = randomWeights(0, nn, k, rng);
+  std::vector<float> x(k), nw(k);
+  for (auto& v : x) v = nd(rng);
+  for (auto& v : nw) v = 1.0f + 0.3f * nd(rng);
+  gpu::Context& g = ctx();
+  if (!g.info().packed_dot4) GTEST_SKIP() << "no WGSL packed dot product (one row then takes linear_cpu.wgsl here)";
+  auto bw = upload(pw.w), bs = upload(pw.s), bx = upload(x), bn = upload(nw);
+  auto nw_ = upload(pn.w), ns = upload(pn.s);
+  LinearWeights lw{{&bw}, {&bs}, {n}, n, k, WeightFormat::kQ4F16, nullptr};
+  LinearWeights next{{&nw_}, {&ns}, {nn}, nn, k, WeightFormat::kQ4F16, nullptr};
+  const uint32_t spare = (uint32_t)(kL2SinkBytes / 4);
+  setenv("EWGPU_GEMV_L2", "1", 1);
+  for (uint32_t epi : {0u, 1u, 2u}) {
+    SCOPED_TRACE("epi " + std::to_string(epi));
+    const uint32_t out_w = epi == 2 ? n / 2 : n;
+    std::vector<std::vector<float>> outs;
+    uint32_t full_wg = 0;
+    for (int mode = 0; mode < 4; ++mode) {  // without, with, with a 1 MB cap, with but no spare bytes in y
+      if (mode == 2) setenv("EWGPU_GEMV_L2_MB", "1", 1);
+      std::vector<float> ystart(out_w + (mode == 3 ? 0 : spare), 0.f);
+      for (uint32_t r = 0; r < out_w; ++r) ystart[r] = epi == 1 ? 0.5f : std::nanf("");
+      auto by = upload(ystart);
+      GemvConfig cfg{(Epilogue)epi, 1, epi == 1 ? nullptr : &bn, 1e-6f};
+      cfg.act = Activations::kInt8;
+      cfg.rpt = 4;
+      if (mode > 0) cfg.l2_next = &next;
+      auto op = GemvOp::create(g, lw, bx, by, cfg);
+      unsetenv("EWGPU_GEMV_L2_MB");
+      ASSERT_TRUE(op.ok()) << op.error().toString();
+      // The next weights: 3072 × 1024 q4 = 1.5 MB of codes and 192 KB of scales, 16 sectors a thread.
+      if (mode == 0 || mode == 3) EXPECT_EQ(op->l2Workgroups(), 0u);
+      if (mode == 1) {
+        full_wg = op->l2Workgroups();
+        EXPECT_EQ(full_wg, (uint32_t)(((nw_.size() + ns.size()) / 32 + 4095) / 4096));
+      }
+      if (mode == 2) {
+        EXPECT_GT(op->l2Workgroups(), 0u);
+        EXPECT_LT(op->l2Workgroups(), full_wg);
+      }
+      gpu::Recorder rec(g);
+      op->record(rec);
+      ASSERT_TRUE(rec.submit().ok());
+      auto got = download<float>(by, ystart.size());
+      if (mode == 1 || mode == 2) {
+        uint32_t written = 0;
+        for (uint32_t i = out_w; i < got.size(); ++i) written += floatBits(got[i]) != 0;
+        EXPECT_GT(written, spare / 2) << "the appended workgroups wrote no spare words";
+      }
+      got.resize(out_w);
+      outs.push_back(std::move(got));
+    }
+    for (uint32_t r = 0; r < out_w; ++r) {
+      ASSERT_FALSE(std::isnan(outs[0][r])) << "output " << r << " not written";
+      for (int m = 1; m < 4; ++m)
+        ASSERT_EQ(floatBits(outs[m][r]), floatBits(outs[0][r])) << "output " << r << " mode " << m;
+    }
+  }
+  unsetenv("EWGPU_GEMV_L2");
+}
+
 // The GELU / GeGLU epilogues (gemma, gpt_neox, phi) through gemv.wgsl and GemvOp (one row: gemv.wgsl or, on CPU
 // adapters, linear_cpu.wgsl; three rows: gemv_batch.wgsl), with the norm prologue and bias.
 TEST(GemvOp, GeluAndGeGluEpilogues) {

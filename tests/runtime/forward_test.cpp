@@ -569,6 +569,19 @@ TEST(KernelLimits, NoKernelBindsMoreThanEightStorageBuffers) {
     unsetenv("EWGPU_GEMV_Q8");
     ASSERT_TRUE(eng.fwd);
   }
+  // A one-row engine with int8 x̂ and the L2 touches (the GPU default): gemv.wgsl with two bindings more.
+  if (testing::gpuContext().info().packed_dot4) {
+    setenv("EWGPU_GEMV_Q8", "1", 1);
+    setenv("EWGPU_GEMV_L2", "1", 1);
+    auto eng = testing::loadEngine(testing::tinyFolder(Arch::kLlama, Quant::kQ4F16_1),
+                                   {.max_batch = 1, .slots = 1, .context = 128, .prefill_chunk = 32, .max_steps = 4});
+    unsetenv("EWGPU_GEMV_Q8");
+    unsetenv("EWGPU_GEMV_L2");
+    ASSERT_TRUE(eng.fwd);
+    const auto& kinds = testing::gpuContext().storageBindingsPerKernel();
+    ASSERT_TRUE(kinds.count("gemv"));
+    EXPECT_EQ(kinds.at("gemv"), 8u) << "no GEMV touched the next weights (6 bindings without)";
+  }
   const auto& seen = testing::gpuContext().storageBindingsPerKernel();
   // On CPU adapters the q4 prefill GEMMs (and single-row GEMVs) are linear_cpu (kernels/linear_cpu.h).
   const char* prefill = testing::gpuContext().info().cpuAdapter() ? "linear_cpu" : "gemm";
