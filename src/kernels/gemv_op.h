@@ -76,8 +76,9 @@ struct GemvConfig {
   const LinearWeights* l2_next = nullptr;
 };
 
-// Whether one-row GEMVs pull the next projection's weights into the L2 (GemvConfig::l2_next): on GPU adapters, where
-// a decode step's small dispatches each wait on their first loads from memory; EWGPU_GEMV_L2=0 / 1 overrides.
+// Whether one-row GEMVs pull the next projection's weights into the L2 (GemvConfig::l2_next): where EWGPU_GEMV_L2=1,
+// opt-in until the engine's A/B on a GPU (a decode step's small dispatches each wait on their first loads from
+// memory there, docs/measurements/run38 call a).
 bool gemvL2Next(const DeviceInfo& d);
 // The spare bytes at the end of a GEMV's y buffer that GemvConfig::l2_next needs.
 inline constexpr uint64_t kL2SinkBytes = 1024;

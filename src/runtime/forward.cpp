@@ -542,8 +542,8 @@ Status Forward::createDecodeOps() {
     pple_combine_bg_ = std::move(*pbg);
   }
   const bool ln = c.norm == NormKind::kLayer;
-  // One-row engines: each projection's dispatch also pulls the next projection's weights into the L2
-  // (GemvConfig::l2_next; kernels::gemvL2Next says where). The views live until the ops are made.
+  // One-row engines: each projection's dispatch can also pull the next projection's weights into the L2
+  // (GemvConfig::l2_next; kernels::gemvL2Next says whether). The views live until the ops are made.
   auto l2 = [&](GemvConfig g, const kernels::LinearWeights* next) {
     if (B == 1) g.l2_next = next;
     return g;

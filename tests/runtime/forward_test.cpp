@@ -569,7 +569,7 @@ TEST(KernelLimits, NoKernelBindsMoreThanEightStorageBuffers) {
     unsetenv("EWGPU_GEMV_Q8");
     ASSERT_TRUE(eng.fwd);
   }
-  // A one-row engine with int8 x̂ and the L2 touches (the GPU default): gemv.wgsl with two bindings more.
+  // A one-row engine with int8 x̂ and the L2 touches (EWGPU_GEMV_L2=1): gemv.wgsl with two bindings more.
   if (testing::gpuContext().info().packed_dot4) {
     setenv("EWGPU_GEMV_Q8", "1", 1);
     setenv("EWGPU_GEMV_L2", "1", 1);

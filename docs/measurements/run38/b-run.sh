@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Session 29 call b: one-row GEMVs pull the next projection's weights into the L2 (GemvConfig::l2_next, default on
-# GPUs; EWGPU_GEMV_L2=0 off) against off and against every layer reading the first layer's weights
-# (EWGPU_X_SAME_LAYER=1, the uncommitted timing-only patch of call a: the bound this can reach), ABAB, K = 16;
-# EWGPU_GEMV_L2_MB=4 (touch at most 4 MB ahead); then the tests.
+# NOT RUN YET (session 29 got no device for it): one-row GEMVs pulling the next projection's weights into the L2
+# (EWGPU_GEMV_L2=1) against off (the default) and against every layer reading the first layer's weights
+# (EWGPU_X_SAME_LAYER=1: build with same-layer.patch applied; the bound this can reach), ABAB, K = 16;
+# EWGPU_GEMV_L2_MB=4 (touch at most 4 MB ahead); then the tests with the touches on.
 set -uo pipefail
 R=$OUT/b
 . bench/h200_prologue.sh
@@ -12,10 +12,10 @@ for s in qwen3-0.6b llama-3.2-1b qwen3.5-2b; do
   for r in 1 2; do
     for v in off on same cap4; do
       E=EWGPU_X=1
-      [ $v = off ] && E=EWGPU_GEMV_L2=0
-      [ $v = same ] && E="EWGPU_X_SAME_LAYER=1 EWGPU_GEMV_L2=0"
-      [ $v = cap4 ] && E=EWGPU_GEMV_L2_MB=4
-      [ $v = loads4 ] && E=EWGPU_GEMV_L2_LOADS=4
+      [ $v = on ] && E=EWGPU_GEMV_L2=1
+      [ $v = same ] && E=EWGPU_X_SAME_LAYER=1
+      [ $v = cap4 ] && E="EWGPU_GEMV_L2=1 EWGPU_GEMV_L2_MB=4"
+      [ $v = loads4 ] && E="EWGPU_GEMV_L2=1 EWGPU_GEMV_L2_LOADS=4"
       echo "== $s $v ($E)" >> $R/decode.txt
       env $E timeout 100 $B/ewgpu bench decode /tmp/m --steps 16 --tokens 256 >> $R/decode.txt 2>&1
       el "$s $v rc $?"
@@ -23,12 +23,12 @@ for s in qwen3-0.6b llama-3.2-1b qwen3.5-2b; do
   done
   for v in off on; do
     E=EWGPU_X=1
-    [ $v = off ] && E=EWGPU_GEMV_L2=0
+    [ $v = on ] && E=EWGPU_GEMV_L2=1
     echo "== $s $v ($E) profile" >> $R/profile-$s.txt
     env $E timeout 100 $B/ewgpu bench decode /tmp/m --steps 16 --tokens 64 --profile >> $R/profile-$s.txt 2>&1
     el "$s profile $v rc $?"
   done
   rm -rf /tmp/m
 done
-timeout 60 $B/tests/runtime/fixture_test --gtest_filter='TransformersFixtureInt16*:TransformersFixtureMixedDecode*' > $R/fixture_test.txt 2>&1; el "fixture_test rc $?"
-timeout 80 $B/tests/runtime/forward_test --gtest_filter='KernelLimits.*:*Int16Activations*:*Int8Activations*' > $R/forward_test.txt 2>&1; el "forward_test rc $?"
+EWGPU_GEMV_L2=1 timeout 60 $B/tests/runtime/fixture_test --gtest_filter='TransformersFixtureInt16*:TransformersFixtureMixedDecode*' > $R/fixture_test.txt 2>&1; el "fixture_test rc $?"
+EWGPU_GEMV_L2=1 timeout 80 $B/tests/runtime/forward_test --gtest_filter='KernelLimits.*:*Int16Activations*:*Int8Activations*' > $R/forward_test.txt 2>&1; el "forward_test rc $?"
