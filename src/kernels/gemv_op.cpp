@@ -143,7 +143,8 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
       l2_wb = (uint64_t)(l2_wb * f);
       l2_sb = (uint64_t)(l2_sb * f);
     }
-    const uint32_t loads = std::max<uint32_t>(1, knob("EWGPU_GEMV_L2_LOADS") ? knob("EWGPU_GEMV_L2_LOADS") : 16);
+    uint32_t loads = knob("EWGPU_GEMV_L2_LOADS");
+    if (!loads) loads = 16;
     l2_wg = (uint32_t)std::max<uint64_t>(1, ((l2_wb + l2_sb) / 32 + 256ull * loads - 1) / (256ull * loads));
   }
   GemvOp op;
@@ -183,10 +184,8 @@ Result<GemvOp> GemvOp::create(gpu::Context& ctx, const LinearWeights& w, const g
     Part p;
     p.kernel = *kern;
     p.bg = std::move(*bg);
-    p.gx = wgs;
-    p.gy = 1;
-    if (touch) {
-      p.gx += l2_wg;
+    if (touch) {  // one row of workgroups: the projection's, then the touching ones
+      p.gx = wgs + l2_wg;
       op.l2_wg_ = l2_wg;
     } else {
       p.gx = std::min<uint32_t>(wgs, 65535);

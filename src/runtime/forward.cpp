@@ -396,7 +396,7 @@ Status Forward::createBuffers() {
   if (familyBuffers(c)) {
     EWGPU_ASSIGN(normed_, buffer(B * H * 4, "normed", act));
     EWGPU_ASSIGN(normed2_, buffer(B * H * 4, "normed-2", act));
-    EWGPU_ASSIGN(branch_, buffer(B * H * 4 + kernels::kL2SinkBytes, "branch", act));
+    EWGPU_ASSIGN(branch_, buffer(B * H * 4 + sink, "branch", act));
     EWGPU_ASSIGN(pnormed2_, buffer(T * H * 4, "prefill-normed-2", act));
     EWGPU_ASSIGN(pbranch_, buffer(T * H * 4, "prefill-branch", act));
     EWGPU_ASSIGN(plastn_, buffer(H * 4, "prefill-last-normed", act));
