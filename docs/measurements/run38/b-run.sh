@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# NOT RUN YET (session 29 got no device for it): one-row GEMVs pulling the next projection's weights into the L2
+# Session 30 (written in session 29, which got no device for it): one-row GEMVs pulling the next projection's weights into the L2
 # (EWGPU_GEMV_L2=1) against off (the default) and against every layer reading the first layer's weights
 # (EWGPU_X_SAME_LAYER=1: build with same-layer.patch applied; the bound this can reach), ABAB, K = 16;
-# EWGPU_GEMV_L2_MB=4 (touch at most 4 MB ahead); then the tests with the touches on.
+# EWGPU_GEMV_L2_MB=4 (touch at most 4 MB ahead), EWGPU_GEMV_L2_LOADS=8 and 32 (sectors per thread); then the tests with the touches on.
 set -uo pipefail
 R=$OUT/b
 . bench/h200_prologue.sh
@@ -10,19 +10,20 @@ timeout 120 $B/tests/kernels/gemv_test --gtest_filter='GemvOp.*:Gemv.*' > $R/gem
 for s in qwen3-0.6b llama-3.2-1b qwen3.5-2b; do
   $B/ewgpu make-tiny /tmp/m --shape $s --quant q4f16_1 --tokenizer $TOK > /dev/null; el "made $s"
   for r in 1 2; do
-    for v in off on same cap4; do
-      E=EWGPU_X=1
+    for v in off on same cap4 loads8 loads32; do
+      E=EWGPU_GEMV_L2=0
       [ $v = on ] && E=EWGPU_GEMV_L2=1
       [ $v = same ] && E=EWGPU_X_SAME_LAYER=1
       [ $v = cap4 ] && E="EWGPU_GEMV_L2=1 EWGPU_GEMV_L2_MB=4"
-      [ $v = loads4 ] && E="EWGPU_GEMV_L2=1 EWGPU_GEMV_L2_LOADS=4"
+      [ $v = loads8 ] && E="EWGPU_GEMV_L2=1 EWGPU_GEMV_L2_LOADS=8"
+      [ $v = loads32 ] && E="EWGPU_GEMV_L2=1 EWGPU_GEMV_L2_LOADS=32"
       echo "== $s $v ($E)" >> $R/decode.txt
       env $E timeout 100 $B/ewgpu bench decode /tmp/m --steps 16 --tokens 256 >> $R/decode.txt 2>&1
       el "$s $v rc $?"
     done
   done
   for v in off on; do
-    E=EWGPU_X=1
+    E=EWGPU_GEMV_L2=0
     [ $v = on ] && E=EWGPU_GEMV_L2=1
     echo "== $s $v ($E) profile" >> $R/profile-$s.txt
     env $E timeout 100 $B/ewgpu bench decode /tmp/m --steps 16 --tokens 64 --profile >> $R/profile-$s.txt 2>&1
