@@ -1,7 +1,8 @@
 // Prefill attention on GPUs in tiles (flash-attention style: no score matrix in memory). One workgroup per (KV head g,
 // block of BQ consecutive tokens of the chunk) with LANES threads per (query head of the group, token): G · BQ · LANES
-// threads. With heads over 64 two lanes split the head's dims (the query and output row of 128 would not fit one
-// thread's registers) and add their partial scores through workgroup memory. The workgroup walks the keys its tokens
+// threads. LANES threads split the head's dims (by default two with heads over 64: the query and output row of 128
+// would not fit one thread's registers; the host may ask for 1, 2 or 4) and add their partial scores through
+// workgroup memory. The workgroup walks the keys its tokens
 // need, [first position of its first token, last token's position], in tiles of BK positions: each tile's K and V rows
 // are read from the cache once (f32 or the f16 pairs of KV16) into workgroup memory, then every thread scores the
 // tile's BK keys against its query (held in registers), takes the tile's max, rescales its running sum and output
@@ -13,8 +14,9 @@
 // after them (kv_page), Qwen3.5's output gate (GATED), gemma2's score soft-cap (SOFTCAP), ministral3's query scale
 // (Q_BETA), and out [tokens, HQ, D]. D ≤ 128 (a lane's part of the query and the output row stay in registers); larger
 // heads keep attention.wgsl.
-// SG: the two lanes of a (query head, token) add their partial scores by a subgroup shuffle instead of workgroup
-// memory and a barrier (needs subgroups of at least 2, and consecutive invocations in one subgroup).
+// SG: the lanes of a (query head, token) add their partial scores by subgroup shuffles instead of workgroup memory
+// and a barrier (needs subgroups of at least LANES, and consecutive invocations in one subgroup). Every lane gets the
+// same sum, bit for bit: with 4 lanes it is (s0 + s1) + (s2 + s3) in either order of the two halves.
 //#enable subgroups
 override D: u32 = 64u;
 override HQ: u32 = 1u;
@@ -29,13 +31,13 @@ override SOFTCAP: f32 = 0.0;
 override BQ: u32 = 64u;          // tokens per workgroup
 override BK: u32 = 32u;          // positions per K/V tile (≤ 32)
 override G: u32 = HQ / HKV;      // query heads per KV head
-override LANES: u32 = select(1u, 2u, D > 64u);  // threads per (query head, token)
-override SG: bool = false;       // LANES 2: the partial scores meet by subgroup shuffles
+override LANES: u32 = select(1u, 2u, D > 64u);  // threads per (query head, token): 1, 2 or 4
+override SG: bool = false;       // LANES > 1: the partial scores meet by subgroup shuffles
 override WG: u32 = G * BQ * LANES;  // threads (the host keeps it ≤ 256)
 override DV: u32 = D / 4u;
 override DVL: u32 = DV / LANES;  // vec4 of the head per lane (≤ 16)
 override TILE: u32 = BK * DV;    // vec4 per K (and V) tile
-override SP: u32 = select(1u, WG * BK, LANES == 2u && !SG);
+override SP: u32 = select(1u, WG * BK, LANES > 1u && !SG);
 
 @group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;  // [tokens, HQ, D]
 @group(0) @binding(1) var<storage, read> rows: array<u32>;     // the prefill row (slot, pos), then the page tables
@@ -46,7 +48,7 @@ override SP: u32 = select(1u, WG * BK, LANES == 2u && !SG);
 
 var<workgroup> ks: array<vec4<f32>, TILE>;
 var<workgroup> vs: array<vec4<f32>, TILE>;
-var<workgroup> sp: array<f32, SP>;  // LANES 2: each thread's partial scores of the tile [thread][BK]
+var<workgroup> sp: array<f32, SP>;  // LANES > 1: each thread's partial scores of the tile [thread][BK]
 
 //#include activation
 //#include kv_cache
@@ -56,12 +58,20 @@ var<workgroup> sp: array<f32, SP>;  // LANES 2: each thread's partial scores of 
 // The first position a token at position p attends to (its window's start; 0 without WINDOW).
 fn windowStart(p: u32) -> u32 { return select(0u, p + 1u - WINDOW, WINDOW > 0u && p + 1u > WINDOW); }
 
-// LANES 2: the other lane's partial score of key j (the sum is the same on both lanes: addition commutes).
-fn partnerScore(v: f32, lid: u32, j: u32) -> f32 {
+// LANES > 1: key j's score summed over the lanes of this (query head, token), the same bits on every lane (addition
+// commutes; with 4 lanes the pairs (0, 1) and (2, 3) are added first).
+fn laneSum(v: f32, lid: u32, j: u32) -> f32 {
 //#if SUBGROUPS
-  if (SG) { return subgroupShuffleXor(v, 1u); }
+  if (SG) {
+    let a = v + subgroupShuffleXor(v, 1u);
+    if (LANES == 2u) { return a; }
+    return a + subgroupShuffleXor(a, 2u);
+  }
 //#endif
-  return sp[(lid ^ 1u) * BK + j];
+  let b = (lid - lid % LANES) * BK + j;
+  let a = sp[b] + sp[b + BK];
+  if (LANES == 2u) { return a; }
+  return a + (sp[b + 2u * BK] + sp[b + 3u * BK]);
 }
 
 @compute @workgroup_size(WG)
@@ -113,13 +123,13 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       var d4 = vec4<f32>(0.0);
       for (var c = 0u; c < DVL; c++) { d4 += qv[c] * ks[j * DV + c0 + c]; }
       s[j] = d4.x + d4.y + d4.z + d4.w;
-      if (LANES == 2u && !SG) { sp[lid * BK + j] = s[j]; }
+      if (LANES > 1u && !SG) { sp[lid * BK + j] = s[j]; }
     }
-    if (LANES == 2u && !SG) { workgroupBarrier(); }
+    if (LANES > 1u && !SG) { workgroupBarrier(); }
     var mt = m;
     for (var j = 0u; j < BK; j++) {
       let p = kb + j;
-      if (LANES == 2u) { s[j] += partnerScore(s[j], lid, j); }
+      if (LANES > 1u) { s[j] = laneSum(s[j], lid, j); }
       s[j] = softcap(s[j], SOFTCAP);
       if (valid && p <= pos && p >= first) { mt = max(mt, s[j]); }
     }

@@ -86,7 +86,17 @@ bool attnPrefillTiled() {
 }
 uint32_t attnPrefillBq(uint32_t lanes) {
   const char* e = std::getenv("EWGPU_ATTN_BQ");
-  return e ? (uint32_t)std::strtoul(e, nullptr, 10) : lanes == 2 ? 32 : 64;
+  return e ? (uint32_t)std::strtoul(e, nullptr, 10) : lanes >= 2 ? 32 : 64;
+}
+// Threads per (query head, token) of attention_prefill.wgsl, splitting the head's dims: 2 for heads over 64, else 1;
+// EWGPU_ATTN_LANES=1|2|4 overrides where each lane's share is at most 64 dims and a whole number of vec4.
+uint32_t attnPrefillLanes(uint32_t d) {
+  uint32_t lanes = d > 64 ? 2 : 1;
+  if (const char* e = std::getenv("EWGPU_ATTN_LANES")) {
+    const uint32_t v = (uint32_t)std::strtoul(e, nullptr, 10);
+    if ((v == 1 || v == 2 || v == 4) && (d / 4) % v == 0 && d / 4 / v <= 16) lanes = v;
+  }
+  return lanes;
 }
 // attention_prefill.wgsl's lanes meet by subgroup shuffles (EWGPU_ATTN_PSG=0: through workgroup memory).
 bool attnPrefillSg() {
@@ -674,16 +684,17 @@ Status Forward::createDecodeOps() {
         const bool tiled = pass == 1 && !cpu_attn && attnPrefillTiled() && (D <= 64 || (D <= 128 && D % 8 == 0)) &&
                            c.n_heads % HKV == 0 && G >= 1 && G <= 128;
         if (tiled) {
-          const uint32_t lanes = D > 64 ? 2 : 1;  // the kernel's LANES
-          // Two lanes add their partial scores by a subgroup shuffle where subgroups hold them (EWGPU_ATTN_PSG=0:
+          const uint32_t lanes = attnPrefillLanes(D);  // the kernel's LANES
+          // The lanes add their partial scores by subgroup shuffles where subgroups hold them (EWGPU_ATTN_PSG=0:
           // workgroup memory and a barrier). H200, Qwen3-0.6B (docs/measurements/h200-run25, call e, ABA): 17.7k
           // against 16.9k tok/s at 4096 tokens, 28.5-28.7k against 27.6k at 512.
-          const bool sg = lanes == 2 && attnPrefillSg() && ctx_.info().subgroups && ctx_.info().subgroup_min_size >= 2;
+          const bool sg =
+              lanes > 1 && attnPrefillSg() && ctx_.info().subgroups && ctx_.info().subgroup_min_size >= lanes;
           const uint32_t bq = std::clamp<uint32_t>(attnPrefillBq(lanes), 1, std::max<uint32_t>(1, 256 / (G * lanes)));
           gpu::Constants tk{{"D", D}, {"HQ", c.n_heads}, {"HKV", HKV}, {"CTX", ctx_len_}, {"GATED", gated ? 1 : 0},
                             {"PAGED", 1}, {"PAGE", kPageTokens}, {"MAXP", pps_}, {"PT", kRowWords},
                             {"WINDOW", c.windowOf(l)}, {"SCALE", c.attnScale()}, {"BQ", bq},
-                            {"BK", attnPrefillBk(D)}, {"SG", sg ? 1 : 0}};
+                            {"BK", attnPrefillBk(D)}, {"SG", sg ? 1 : 0}, {"LANES", lanes}};
           if (c.attn_softcap > 0) tk["SOFTCAP"] = c.attn_softcap;
           if (c.rope_scaling && c.rope_scaling->llama4_beta > 0) {
             tk["Q_BETA"] = c.rope_scaling->llama4_beta;

@@ -385,6 +385,26 @@ TEST(TiledPrefillAttention, LaneShufflesAndWorkgroupMemoryMatchReference) {
   for (const char* e : {"EWGPU_ATTN_CPU", "EWGPU_ATTN_BQ", "EWGPU_ATTN_PSG"}) unsetenv(e);
 }
 
+// attention_prefill.wgsl with more lanes than the default (EWGPU_ATTN_LANES): four lanes of 32 dims on heads of 128,
+// their partial scores added by shuffles and through workgroup memory, and two and four lanes on the tiny llama's
+// heads of 16 (lanes of 8 and 4 dims), blocks of 8 tokens, at the f32 tolerance.
+TEST(TiledPrefillAttention, MoreLanesMatchReference) {
+  setenv("EWGPU_ATTN_CPU", "0", 1);
+  setenv("EWGPU_ATTN_BQ", "8", 1);
+  const std::string d128 = tinyFolderWithHeads(Arch::kQwen3, "ewgpu-tiny-qwen3-d128", 13, 4, 2, 128);
+  const std::string llama = testing::tinyFolder(Arch::kLlama, Quant::kQ4F16_1);
+  const struct { const std::string* dir; const char* lanes; const char* psg; } cases[] = {
+      {&d128, "4", "0"}, {&d128, "4", "1"}, {&llama, "2", "1"}, {&llama, "4", "0"}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(*c.dir + " EWGPU_ATTN_LANES=" + c.lanes + " EWGPU_ATTN_PSG=" + c.psg);
+    setenv("EWGPU_ATTN_LANES", c.lanes, 1);
+    setenv("EWGPU_ATTN_PSG", c.psg, 1);
+    checkLogitsIn(*c.dir, kernels::Activations::kF32, kLogitTol, kernels::Activations::kAuto,
+                  ForwardOptions::Kv::kF32);
+  }
+  for (const char* e : {"EWGPU_ATTN_CPU", "EWGPU_ATTN_BQ", "EWGPU_ATTN_PSG", "EWGPU_ATTN_LANES"}) unsetenv(e);
+}
+
 // Qwen3.5's GDN prefill in each form through the whole forward: the chunked one (CPU adapters' default), the
 // token-by-token recurrence and its column scan, two chunks each, logits at the f32 tolerance.
 TEST(GdnPrefill, EveryFormMatchesReference) {
