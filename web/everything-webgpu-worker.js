@@ -291,22 +291,31 @@ async function cachedOrFetch(net, base, name, expect, onBytes) {
 
 // One GET of key from byte `from` on (a Range request when from > 0). Resolves to {resp, skip}: skip bytes of the
 // body are ones already received (a server that ignores Range answers 200 with the whole file; it is read again
-// from its start and the first `from` bytes dropped). HTTP errors are NETWORK_ERROR with reason http_status.
-async function openRange(modelId, key, from, signal) {
-  let resp;
+// from its start and the first `from` bytes dropped). HTTP errors are NETWORK_ERROR with reason http_status; a
+// request that cannot connect is reason transfer, one whose headers do not come within stallMs is aborted (through
+// `abort`, an AbortController) and is reason stalled.
+async function openRange(modelId, key, from, abort, stallMs) {
+  let resp, stalled = false;
+  const timer = setTimeout(() => { stalled = true; abort.abort(); }, stallMs);
   try {
-    const init = {cache: 'no-store', signal};
+    const init = {cache: 'no-store', signal: abort.signal};
     if (from > 0) init.headers = {Range: `bytes=${from}-`};
     resp = await fetch(key, init);
   } catch (e) {
+    if (stalled) {
+      throw engineError('NETWORK_ERROR', `${key}: no response for ${stallMs / 1000} s`,
+        {url: key, reason: 'stalled', model: modelId});
+    }
     throw engineError('NETWORK_ERROR', `${key}: ${e && e.message || e}`, {url: key, reason: 'transfer', model: modelId});
+  } finally {
+    clearTimeout(timer);
   }
   if (from > 0 && resp.status === 206) {
     // Content-Range is readable same-origin or when exposed; a 206 to a single `bytes=N-` range starts at N.
     const m = /^bytes (\d+)-/.exec(resp.headers.get('Content-Range') || '');
     if (!m || Number(m[1]) === from) return {resp, skip: 0};
     await resp.body.cancel();
-    return openRange(modelId, key, 0, signal).then((r) => Object.assign(r, {skip: from}));
+    return openRange(modelId, key, 0, abort, stallMs).then((r) => Object.assign(r, {skip: from}));
   }
   if (!resp.ok) {
     throw engineError('NETWORK_ERROR', `${key}: HTTP ${resp.status}`,
@@ -321,12 +330,25 @@ async function openRange(modelId, key, from, signal) {
 // ended complete; it throws NETWORK_ERROR otherwise (reason transfer, stalled or short_body).
 const RESUMES = 4;
 const RETRY_STATUS = (s) => s === 408 || s === 425 || s === 429 || s >= 500;  // as the native store
+// Whether a failed request is tried again: it could not connect, its response did not come, or a retryable status.
+const retryable = (e) => !!(e.detail && (e.detail.reason === 'transfer' || e.detail.reason === 'stalled' || e.detail.retryable));
 class ResumingBody {
-  // net: {modelId, stallMs}. Resolves once the first request has its headers (an HTTP error throws).
+  // net: {modelId, stallMs}. Resolves once a request has its headers. The first request is tried again as a resume
+  // is (a connection error, no response for stallMs, 408 / 425 / 429 / 5xx), after a pause, from the same budget of
+  // RESUMES; any other HTTP error (a 404 manifest) throws at once.
   static async open(net, key, size) {
     const body = new ResumingBody(net, key, size);
-    body.take(await openRange(net.modelId, key, 0, body.abort.signal));
-    return body;
+    for (;;) {
+      try {
+        body.take(await openRange(net.modelId, key, 0, body.abort, body.stallMs));
+        return body;
+      } catch (e) {
+        if (!retryable(e) || ++body.resumes > RESUMES) throw e;
+        post({type: 'log', level: 'info', text: `${key}: ${e.message}; trying again (${body.resumes} of ${RESUMES})`});
+        await new Promise((r) => setTimeout(r, 250 * body.resumes));
+        body.abort = new AbortController();
+      }
+    }
   }
   constructor(net, key, size) {
     this.modelId = net.modelId;
@@ -389,12 +411,12 @@ class ResumingBody {
       }
       this.abort = new AbortController();
       try {
-        const o = await openRange(this.modelId, this.key, this.received, this.abort.signal);
+        const o = await openRange(this.modelId, this.key, this.received, this.abort, this.stallMs);
         post({type: 'log', level: 'info', text: `${this.key}: resuming at byte ${this.received} (HTTP ${o.resp.status})`});
         this.take(o);
         return;
       } catch (e) {
-        if (!(e.detail && (e.detail.reason === 'transfer' || e.detail.retryable))) throw e;
+        if (!retryable(e)) throw e;
         broke = e;
         await new Promise((r) => setTimeout(r, 250 * this.resumes));
       }

@@ -13,7 +13,8 @@
 //  10. model sources: the fixture's base URL (this loopback server) as a WebLLM appConfig.model_list entry and as a
 //      plain URL, fetched into Cache Storage with progress, under WebLLM's keys, the second load fetching nothing;
 //  12. the recipes ghostText / ask / conversation (recipe_checks.mjs);
-//  13. resumable, verified shards: a transfer cut after half a shard resumes with Range (resume_checks.mjs);
+//  13. resumable, verified shards: a transfer cut after half a shard resumes with Range, a first request that fails
+//      (503, a closed connection, no response) is asked again (resume_checks.mjs);
 //  14. embeddings.create on a tiny bert folder: the native engine's vectors, typed errors (embedding_checks.mjs);
 // and writes screenshots of the demo page (after load, after a streamed answer) to --out.
 // Exit status 0 = pass, 1 = fail, 77 = skipped (chromium or the web bundle missing; CTest's SKIP_RETURN_CODE).
@@ -25,7 +26,7 @@ import {createRequire} from 'node:module';
 import {openBrowser, serve, serveFlaky} from './harness.mjs';
 import {checkEmbeddings, nativeEmbeddings} from './embedding_checks.mjs';
 import {checkRecipes} from './recipe_checks.mjs';
-import {checkResume} from './resume_checks.mjs';
+import {checkFirstRequests, checkResume} from './resume_checks.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
   if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1]]);
@@ -313,6 +314,9 @@ try {
     await checkResume(page, check, {flaky, prompt: PROMPT, nativeText, tokens: TOKENS,
       shardBytes: fs.statSync(path.join(fixture, 'params_shard_0.bin')).size});
     console.log(`resume: ${Date.now() - tResume} ms`);
+    const tFirst = Date.now();
+    await checkFirstRequests(page, check, {flaky, prompt: PROMPT, nativeText, tokens: TOKENS});
+    console.log(`first requests: ${Date.now() - tFirst} ms`);
   } finally {
     flaky.close();
   }

@@ -52,11 +52,17 @@ export async function openBrowser(pw, chromium, profile) {
 //   range, stall: a `Range: bytes=N-` request gets 206 with the rest;
 //   norange:      Range is ignored, 200 with the whole file;
 //   corrupt:      200 with the whole file, one byte flipped (its md5 no longer matches the manifest).
+// Modes whose first requests fail before any response (nothing is cut; entries have refused / silent set):
+//   busy:    the first two requests of every file get 503, then the file is served;
+//   refuse:  the shard's first two requests have their socket closed before any response, then it is served;
+//   silent:  the shard's first request gets no response at all (the socket held open), then it is served;
+//   down:    every request for the shard gets 503.
 // Resolves to {server, base, log, close}: log lists every request as {mode, name, range, status, cut}.
 export async function serveFlaky(folder) {
   const log = [];
   const cut = new Set();
   const held = [];
+  const seen = new Map();  // `${mode}/${name}` -> requests so far
   const server = http.createServer((req, res) => {
     const [, mode, name] = new URL(req.url, 'http://x').pathname.split('/');
     const entry = {mode, name, range: req.headers.range || null, status: 0, cut: false};
@@ -74,10 +80,25 @@ export async function serveFlaky(folder) {
       res.end();
       return;
     }
-    if (!['range', 'stall', 'norange', 'corrupt'].includes(mode) || !name || name.includes('..')) { send(404, Buffer.alloc(0)); return; }
+    const modes = ['range', 'stall', 'norange', 'corrupt', 'busy', 'refuse', 'silent', 'down'];
+    if (!modes.includes(mode) || !name || name.includes('..')) { send(404, Buffer.alloc(0)); return; }
     let data;
     try { data = fs.readFileSync(path.join(folder, name)); } catch (e) { send(404, Buffer.alloc(0)); return; }
-    if (/^params_shard_/.test(name) && !cut.has(mode)) {
+    const nth = (seen.get(`${mode}/${name}`) || 0) + 1;
+    seen.set(`${mode}/${name}`, nth);
+    const shard = /^params_shard_/.test(name);
+    if ((mode === 'busy' && nth <= 2) || (mode === 'down' && shard)) { send(503, Buffer.alloc(0)); return; }
+    if (mode === 'refuse' && shard && nth <= 2) {
+      entry.refused = true;
+      req.socket.destroy();
+      return;
+    }
+    if (mode === 'silent' && shard && nth === 1) {
+      entry.silent = true;
+      held.push(req.socket);
+      return;
+    }
+    if (shard && ['range', 'stall', 'norange', 'corrupt'].includes(mode) && !cut.has(mode)) {
       cut.add(mode);
       entry.status = 200;
       entry.cut = true;
