@@ -274,4 +274,10 @@ Result<DeviceInfo> probeAdapterCached();
 // reach the caller as typed errors. Process-wide; off by default.
 void setDriverMessagesQuiet(bool quiet);
 
+// Fault injection for tests of device loss: the next Recorder::submit, on whichever context and thread submits
+// next, first loses that device as a driver reset would (wgpuDeviceForceLoss, reason unknown), so the loss reaches
+// the engine through the same callback and errors as a real one. Natively only: in the browser build it does
+// nothing (its wgpuDeviceForceLoss is a stub). Process-wide, once per call.
+void loseDeviceAtNextSubmit();
+
 }  // namespace ewgpu::gpu

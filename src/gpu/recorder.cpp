@@ -1,5 +1,6 @@
 #include "gpu/recorder.h"
 
+#include <atomic>
 #include <cstring>
 
 namespace ewgpu::gpu {
@@ -90,8 +91,18 @@ void Recorder::resolveQueries(WGPUQuerySet set, uint32_t count, const Buffer& ds
   wgpuCommandEncoderResolveQuerySet(encoder_, set, 0, count, dst.handle(), 0);
 }
 
+namespace {
+std::atomic<bool> g_lose_at_next_submit{false};
+}  // namespace
+
+void loseDeviceAtNextSubmit() { g_lose_at_next_submit.store(true); }
+
 Status Recorder::submit() {
   endPass();
+  if (g_lose_at_next_submit.exchange(false)) {
+    const char* why = "forced by gpu::loseDeviceAtNextSubmit";
+    wgpuDeviceForceLoss(ctx_.device(), WGPUDeviceLostReason_Unknown, WGPUStringView{why, std::strlen(why)});
+  }
   if (encoder_) {
     WGPUCommandBufferDescriptor d{};
     WGPUCommandBuffer cb = wgpuCommandEncoderFinish(encoder_, &d);

@@ -3,14 +3,18 @@
 // decoding in the same forward; the sliding-window folder (context_window_size -1) runs prompts of every
 // length, including ones shorter than 4 tokens and longer than a chunk.
 #include "ewgpu/engine.h"
+#include "gpu/context.h"
 #include "model/model_folder.h"
 #include "model/reference_model.h"
 #include "tokenizer/tokenizer.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 
 namespace ewgpu {
 namespace {
@@ -154,6 +158,72 @@ TEST(EngineOnGpuLoad, ParseOverlapsTheGpuHalfAndItsFailureEndsOnlyThatLoad) {
   EXPECT_EQ(g, std::vector<int32_t>(ref.begin(), ref.begin() + g.size()));
   EXPECT_FALSE(g.empty());
   std::filesystem::remove_all(bad);
+}
+
+// A lost device fails what was in flight and only that; the engine loads again. Two streams decode in one forward
+// and a third waits for a row when the device is lost at a decode submission (gpu::loseDeviceAtNextSubmit, set
+// from the first stream's first chunk): all three end kFailed with DEVICE_LOST, the model is unloaded with reason
+// device.lost and a device.lost event, a new request is NO_MODEL; then the same folder loads again on a new device
+// and its greedy ids equal the CPU reference's.
+TEST(EngineOnGpuDevice, ALostDeviceFailsWhatWasInFlightAndTheEngineLoadsAgain) {
+  const std::string dir = fixture("llama");
+  auto e = Engine::create({.rows = 2, .decode_steps = 4, .max_steps = 8});
+  ASSERT_TRUE(e.ok());
+  std::mutex mu;
+  std::vector<EngineEvent> events;
+  auto unsubscribe = (*e)->subscribe([&](const EngineEvent& ev) {
+    std::lock_guard<std::mutex> lk(mu);
+    events.push_back(ev);
+  });
+  LoadOptions lo;
+  lo.id = "m";
+  auto info = (*e)->load(dir, lo)->wait();
+  ASSERT_TRUE(info.ok()) << info.error().toString();
+
+  std::atomic<bool> armed{false};
+  auto first = (*e)->complete(greedy("Once upon a time", 400), [&](const Chunk&) {
+    if (!armed.exchange(true)) gpu::loseDeviceAtNextSubmit();
+  });
+  auto second = (*e)->complete(greedy("ab", 400));
+  auto third = (*e)->complete(greedy("a third one waits for a row", 400));
+  ASSERT_TRUE(first.ok() && second.ok() && third.ok());
+  for (const CompletionHandle* h : {&*first, &*second, &*third}) {
+    const CompletionResult* r = (*h)->result->waitFor(60000);
+    ASSERT_NE(r, nullptr) << "a job did not end within 60 s of the loss";
+    EXPECT_EQ(r->outcome, Outcome::kFailed);
+    ASSERT_TRUE(r->error.has_value());
+    EXPECT_EQ(r->error->code, ErrorCode::kDeviceLost) << r->error->toString();
+    EXPECT_LT(r->usage.completion_tokens, 400u);
+  }
+  EXPECT_TRUE(armed.load());
+  EXPECT_TRUE((*e)->resident().empty());
+  auto none = (*e)->complete(greedy("after", 2));
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.error().code, ErrorCode::kNoModel);
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    const auto lost = std::find_if(events.begin(), events.end(), [](const EngineEvent& ev) { return ev.type == "device.lost"; });
+    ASSERT_NE(lost, events.end());
+    EXPECT_EQ(lost->data["error"]["code"], "DEVICE_LOST");
+    EXPECT_TRUE(std::any_of(events.begin(), events.end(), [](const EngineEvent& ev) {
+      return ev.type == "model.unloaded" && ev.data.value("model", "") == "m" && ev.data.value("reason", "") == "device.lost";
+    }));
+  }
+  unsubscribe();
+
+  auto again = (*e)->load(dir, lo)->wait();
+  ASSERT_TRUE(again.ok()) << again.error().toString();
+  auto tok = Tokenizer::fromFile(dir + "/tokenizer.json");
+  ASSERT_TRUE(tok.ok());
+  auto h = (*e)->complete(greedy("Once upon a time", 8));
+  ASSERT_TRUE(h.ok()) << h.error().toString();
+  const CompletionResult& r = (*h)->wait();
+  ASSERT_EQ(r.outcome, Outcome::kCompleted) << (r.error ? r.error->toString() : "");
+  std::vector<int32_t> ref = referenceGreedy(dir, tok->encode("Once upon a time"), 8, {});
+  std::vector<int32_t> g = ids(r);
+  ASSERT_FALSE(g.empty());
+  ASSERT_LE(g.size(), ref.size());
+  EXPECT_EQ(g, std::vector<int32_t>(ref.begin(), ref.begin() + g.size()));
 }
 
 // The defect of issue 11: a folder whose context_window_size is -1 (a sliding window) ran with a context of 1
