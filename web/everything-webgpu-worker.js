@@ -395,8 +395,8 @@ class ResumingBody {
       await this.resume(broke);
     }
   }
-  // Opens the rest of the body; a resume request that cannot connect or gets a retryable status (408, 425, 429,
-  // 5xx) is tried again after a pause, within the same budget.
+  // Opens the rest of the body; a resume request that cannot connect, gets no response within stallMs or gets a
+  // retryable status (408, 425, 429, 5xx) is tried again after a pause, within the same budget.
   async resume(broke) {
     for (;;) {
       if (++this.resumes > RESUMES) {

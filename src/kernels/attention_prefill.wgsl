@@ -2,8 +2,8 @@
 // block of BQ consecutive tokens of the chunk) with LANES threads per (query head of the group, token): G · BQ · LANES
 // threads. LANES threads split the head's dims (by default two with heads over 64: the query and output row of 128
 // would not fit one thread's registers; the host may ask for 1, 2 or 4) and add their partial scores through
-// workgroup memory. The workgroup walks the keys its tokens
-// need, [first position of its first token, last token's position], in tiles of BK positions: each tile's K and V rows
+// workgroup memory. The workgroup walks the keys its tokens need, [first position of its first token, last token's
+// position], in tiles of BK positions: each tile's K and V rows
 // are read from the cache once (f32 or the f16 pairs of KV16) into workgroup memory, then every thread scores the
 // tile's BK keys against its query (held in registers), takes the tile's max, rescales its running sum and output
 // (online softmax) and accumulates p · v. The G query heads of the KV group share each tile, so the cache is read once
