@@ -19,6 +19,22 @@ const loadFromBase = (page, base, prompt, tokens) => page.evaluate(async ({base,
   return {text: a.choices[0].text, loadMs, progress, cached};
 }, {base, prompt, n: tokens});
 
+// fetchModel(base) that is expected to fail: {err: {name, code, reason, status} of the rejection or null, model (the
+// webllm/model keys under base right after it)}; then every entry under base is removed from both scopes.
+const failedFetch = (page, base) => page.evaluate(async ({base}) => {
+  const e = window.demo.engine;
+  let err = null;
+  try { await e.fetchModel(base, base); } catch (x) {
+    err = {name: x.name, code: x.code, reason: x.detail && x.detail.reason, status: x.detail && x.detail.http_status};
+  }
+  const model = (await (await caches.open('webllm/model')).keys()).map((r) => r.url).filter((u) => u.startsWith(base));
+  for (const scope of ['webllm/model', 'webllm/config']) {
+    const c = await caches.open(scope);
+    for (const k of await c.keys()) if (k.url.startsWith(base)) await c.delete(k);
+  }
+  return {err, model};
+}, {base});
+
 // Resumable, verified shards (browser_test.mjs calls this): the fixture served from a second loopback origin
 // (harness.mjs serveFlaky) whose first response for the shard breaks after half of it. The load must complete from
 // a `Range: bytes=N-` request (206), or from a whole refetch where the server ignores Range (200), with fetch
@@ -65,17 +81,7 @@ export async function checkResume(page, check, {flaky, prompt, nativeText, token
   check(st.badOption && st.badOption.code === 'BAD_REQUEST' && st.badOption.field === 'stall_timeout_s',
     'stall_timeout_s 0 is BAD_REQUEST', st.badOption);
 
-  const bad = await page.evaluate(async ({base}) => {
-    const e = window.demo.engine;
-    let err = null;
-    try { await e.fetchModel(base, base); } catch (x) { err = {name: x.name, code: x.code, reason: x.detail && x.detail.reason}; }
-    const model = (await (await caches.open('webllm/model')).keys()).map((r) => r.url).filter((u) => u.startsWith(base));
-    for (const scope of ['webllm/model', 'webllm/config']) {
-      const c = await caches.open(scope);
-      for (const k of await c.keys()) if (k.url.startsWith(base)) await c.delete(k);
-    }
-    return {err, model};
-  }, {base: flaky.base + 'corrupt/'});
+  const bad = await failedFetch(page, flaky.base + 'corrupt/');
   check(bad.err && bad.err.code === 'NETWORK_ERROR' && bad.err.reason === 'md5_mismatch' &&
     !bad.model.some((u) => u.includes('params_shard')) && shardLog('corrupt').length === 2,
   'a resumed shard whose md5 does not match is NETWORK_ERROR md5_mismatch and is not kept in Cache Storage',
@@ -119,19 +125,7 @@ export async function checkFirstRequests(page, check, {flaky, prompt, nativeText
     silent.model.some((u) => u.endsWith('params_shard_0.bin')),
   'no response to the shard\'s first request: aborted after stall_timeout_s (1 s) and asked again', {log: sl, ...silent});
 
-  const down = await page.evaluate(async ({base}) => {
-    const e = window.demo.engine;
-    let err = null;
-    try { await e.fetchModel(base, base); } catch (x) {
-      err = {code: x.code, reason: x.detail && x.detail.reason, status: x.detail && x.detail.http_status};
-    }
-    const model = (await (await caches.open('webllm/model')).keys()).map((r) => r.url).filter((u) => u.startsWith(base));
-    for (const scope of ['webllm/model', 'webllm/config']) {
-      const c = await caches.open(scope);
-      for (const k of await c.keys()) if (k.url.startsWith(base)) await c.delete(k);
-    }
-    return {err, model};
-  }, {base: flaky.base + 'down/'});
+  const down = await failedFetch(page, flaky.base + 'down/');
   const dl = logOf('down', true);
   check(down.err && down.err.code === 'NETWORK_ERROR' && down.err.reason === 'http_status' && down.err.status === 503 &&
     dl.length === 5 && !down.model.some((u) => u.includes('params_shard')),
