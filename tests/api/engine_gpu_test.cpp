@@ -61,6 +61,17 @@ std::vector<int32_t> ids(const CompletionResult& r) {
   return v;
 }
 
+// r's greedy ids (at least one) are the first ids of the CPU reference's greedy continuation of prompt on dir.
+void expectReferencePrefix(const std::string& dir, const std::string& prompt, int n, const CompletionResult& r) {
+  auto tok = Tokenizer::fromFile(dir + "/tokenizer.json");
+  ASSERT_TRUE(tok.ok());
+  std::vector<int32_t> ref = referenceGreedy(dir, tok->encode(prompt), n, {});
+  std::vector<int32_t> g = ids(r);
+  ASSERT_FALSE(g.empty());
+  ASSERT_LE(g.size(), ref.size());
+  EXPECT_EQ(g, std::vector<int32_t>(ref.begin(), ref.begin() + g.size()));
+}
+
 class EngineOnGpu : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EngineOnGpu, GreedyMatchesTheReferenceAloneAndBatched) {
@@ -144,19 +155,13 @@ TEST(EngineOnGpuLoad, ParseOverlapsTheGpuHalfAndItsFailureEndsOnlyThatLoad) {
   for (const char* stage : {"parse", "device", "upload", "upload_ring", "pipelines", "pipelines_shader_modules",
                             "warmup"})
     EXPECT_TRUE(info->load_ms_by_stage.contains(stage)) << stage << " in " << info->load_ms_by_stage.dump();
-  auto tok = Tokenizer::fromFile(good + "/tokenizer.json");
-  ASSERT_TRUE(tok.ok());
   CompletionRequest r = greedy("Once upon a time", 6);
   r.model = "m";
   auto h = (*e)->complete(r);
   ASSERT_TRUE(h.ok()) << h.error().toString();
   const CompletionResult& got = (*h)->wait();
   ASSERT_EQ(got.outcome, Outcome::kCompleted) << (got.error ? got.error->toString() : "");
-  std::vector<int32_t> ref = referenceGreedy(good, tok->encode("Once upon a time"), 6, {});
-  std::vector<int32_t> g = ids(got);
-  ASSERT_LE(g.size(), ref.size());
-  EXPECT_EQ(g, std::vector<int32_t>(ref.begin(), ref.begin() + g.size()));
-  EXPECT_FALSE(g.empty());
+  expectReferencePrefix(good, "Once upon a time", 6, got);
   std::filesystem::remove_all(bad);
 }
 
@@ -213,17 +218,11 @@ TEST(EngineOnGpuDevice, ALostDeviceFailsWhatWasInFlightAndTheEngineLoadsAgain) {
 
   auto again = (*e)->load(dir, lo)->wait();
   ASSERT_TRUE(again.ok()) << again.error().toString();
-  auto tok = Tokenizer::fromFile(dir + "/tokenizer.json");
-  ASSERT_TRUE(tok.ok());
   auto h = (*e)->complete(greedy("Once upon a time", 8));
   ASSERT_TRUE(h.ok()) << h.error().toString();
   const CompletionResult& r = (*h)->wait();
   ASSERT_EQ(r.outcome, Outcome::kCompleted) << (r.error ? r.error->toString() : "");
-  std::vector<int32_t> ref = referenceGreedy(dir, tok->encode("Once upon a time"), 8, {});
-  std::vector<int32_t> g = ids(r);
-  ASSERT_FALSE(g.empty());
-  ASSERT_LE(g.size(), ref.size());
-  EXPECT_EQ(g, std::vector<int32_t>(ref.begin(), ref.begin() + g.size()));
+  expectReferencePrefix(dir, "Once upon a time", 8, r);
 }
 
 // The defect of issue 11: a folder whose context_window_size is -1 (a sliding window) ran with a context of 1
