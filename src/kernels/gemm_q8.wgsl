@@ -11,7 +11,8 @@
 // Gated epilogues (EPI 2 / 5): an n-block's 4 weight rows are 2 gate rows and their 2 up rows (r, r + 1, r + N/2,
 // r + 1 + N/2), so a block gives 2 outputs per activation row.
 // Row b's sums depend only on K, KS and the weights, not on MB, NB, the tile b falls in or the active count: the
-// host picks MB per step from the active rows (the smallest tile that holds them), and the bits stay the same
+// host picks MB per step from the active rows (the smallest tile that holds them; the smaller tiles take more weight
+// blocks, so that every tile's workgroup has 128 threads), and the bits stay the same
 // (gemv_test's GemvBatch cases check it). They differ from gemv_batch.wgsl's in the last bits, so an op takes one
 // kernel or the other for good (kernels/gemv_op.h says which).
 //#include activation
@@ -26,6 +27,7 @@ override ROW_OFFSET: u32 = 0u;
 override Y_STRIDE: u32 = 1u;
 override DIGITS: u32 = 2u;      // 1 or 2
 override XQ_ROW: u32 = 4u;      // u32s per row of x̂ (gemv_quant.wgsl's ROW_U32, a multiple of 4)
+override XSPLIT: bool = false;  // x̂ in gemv_quant.wgsl's XSPLIT layout (a group's halves apart)
 override MB: u32 = 8u;          // blocks of 4 activation rows per workgroup
 override NB: u32 = 1u;          // blocks of 4 weight rows per workgroup
 override KS: u32 = 16u;         // K slices per workgroup
@@ -69,16 +71,19 @@ fn rowTerm(b: u32, nact: u32, g: u32, gw: Group4) -> vec4<f32> {
   let G = groupsPerRow();
   let rv = b * (XQ_ROW / 4u);
   let rw = b * XQ_ROW;
-  let q0 = xq[rv + 2u * g];
-  let q1 = xq[rv + 2u * g + 1u];
+  // The group's two vec4s of digit 0 (digit 1's are 2G vec4s further in either layout).
+  let h0 = select(2u * g, g, XSPLIT);
+  let h1 = select(2u * g + 1u, G + g, XSPLIT);
+  let q0 = xq[rv + h0];
+  let q1 = xq[rv + h1];
   let z0 = bitcast<i32>(xw[rw + DIGITS * G * 8u + g]);
   let step = bitcast<f32>(xw[rw + DIGITS * G * 9u + g]);
   var t = vec4<i32>(dot32(gw.lo0, gw.hi0, q0, q1), dot32(gw.lo1, gw.hi1, q0, q1), dot32(gw.lo2, gw.hi2, q0, q1),
                     dot32(gw.lo3, gw.hi3, q0, q1)) - vec4<i32>(z0);
   var d = step;
   if (DIGITS == 2u) {
-    let q2 = xq[rv + 2u * (G + g)];
-    let q3 = xq[rv + 2u * (G + g) + 1u];
+    let q2 = xq[rv + 2u * G + h0];
+    let q3 = xq[rv + 2u * G + h1];
     let z1 = bitcast<i32>(xw[rw + DIGITS * G * 8u + G + g]);
     t = t * 254 + vec4<i32>(dot32(gw.lo0, gw.hi0, q2, q3), dot32(gw.lo1, gw.hi1, q2, q3),
                             dot32(gw.lo2, gw.hi2, q2, q3), dot32(gw.lo3, gw.hi3, q2, q3)) - vec4<i32>(z1);

@@ -21,6 +21,8 @@ uint32_t knob(const char* name) {
   const char* v = std::getenv(name);
   return v ? (uint32_t)std::strtoul(v, nullptr, 10) : 0;
 }
+// The same, `fallback` when unset.
+uint32_t knobOr(const char* name, uint32_t fallback) { return std::getenv(name) ? knob(name) : fallback; }
 // Output columns of a GEMV: N, or N / 2 for SwiGLU (gate and up halves).
 uint32_t out_w_of(const LinearWeights& w, const GemvConfig& cfg) {
   return gatedEpilogue(cfg.epi) ? w.N / 2 : w.N;
@@ -226,6 +228,13 @@ Result<GemvOp> GemvOp::createBatched(gpu::Context& ctx, const LinearWeights& w, 
       GemvOp op;
       op.batch_ = cfg.batch;
       op.batch_tile_ = 4;  // batched(); record() picks the tile
+      // gemm_q8 reads x̂ with a group's halves apart (gemv_quant.wgsl's XSPLIT; EWGPU_GEMMQ_XSPLIT=0: not). The
+      // sums are the same; a warp's x̂ loads touch half the cache lines. H100, 32-row engines, steady tok/s at 16 / 32
+      // streams, Llama-3.2-1B 7,144-7,152 / 10,084-10,101 → 7,252-7,257 / 10,177-10,191, Qwen3.5-2B 4,253-4,265 /
+      // 5,911 → 4,276-4,299 / 6,007-6,009 (docs/measurements/h100-run39).
+      const bool xsplit =
+          cfg.gemm_xsplit >= 0 ? cfg.gemm_xsplit != 0 : knobOr("EWGPU_GEMMQ_XSPLIT", 1) == 1;
+      op.xsplit_ = xsplit && !gemmOnTile(w, cfg);
       EWGPU_TRY(op.createQuant(ctx, w, x, cfg, digits));
       EWGPU_TRY(op.addGemm(ctx, w, x, y, cfg, digits));
       return op;
@@ -315,7 +324,8 @@ Status GemvOp::createQuant(gpu::Context& ctx, const LinearWeights& w, const gpu:
   if (!buf) return std::move(buf).error();
   xq_ = std::move(*buf);
   gpu::Constants qk{{"K", w.K}, {"X_STRIDE", cfg.x_stride ? cfg.x_stride : w.K}, {"NORM", cfg.norm ? 1 : 0},
-                    {"EPS", cfg.eps}, {"DIGITS", digits}, {"ROW_U32", row_u32}, {"SG", quantSubgroups(ctx.info())}};
+                    {"EPS", cfg.eps}, {"DIGITS", digits}, {"ROW_U32", row_u32}, {"SG", quantSubgroups(ctx.info())},
+                    {"XSPLIT", xsplit_ ? 1 : 0}};
   auto kern = ctx.kernel("gemv_quant", qk);
   if (!kern) return std::move(kern).error();
   auto bg = ctx.bindGroup(**kern, {{&x}, {cfg.norm ? cfg.norm : &x}, {&xq_}, {cfg.active}});
@@ -330,12 +340,10 @@ Status GemvOp::createQuant(gpu::Context& ctx, const LinearWeights& w, const gpu:
 // KS 16, NB 1: H200, Llama-3.2-1B shape, 32 rows, projections' GPU ms per step with 8 (4 blocks) / 16 / 32 / 64
 // slices: 4.97 / 3.77 / 5.54 / 7.75 (fewer slices leave too few threads, more spend it on the reduction); 16 slices
 // with two weight blocks 3.93; gemv_batch 4.73 (docs/measurements/h200-run22).
-Status GemvOp::addGemm(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x, const gpu::Buffer& y,
-                       const GemvConfig& cfg, uint32_t digits) {
-  const DeviceInfo& d = ctx.info();
-  // gemm_q8.wgsl (K-sliced register tiles reading x̂ from global memory) unless the environment asks for
-  // gemm_q8_wt.wgsl (workgroup-memory tiles): EWGPU_GEMMQ_TILE_ROWS=n for matrices of n weight rows or more,
-  // EWGPU_GEMMQ_KERNEL=tile / slice for every op (kGemmWideRows in gemv_op.h says what they measured).
+// gemm_q8.wgsl (K-sliced register tiles reading x̂ from global memory) unless the environment asks for
+// gemm_q8_wt.wgsl (workgroup-memory tiles): EWGPU_GEMMQ_TILE_ROWS=n for matrices of n weight rows or more,
+// EWGPU_GEMMQ_KERNEL=tile / slice for every op (kGemmWideRows in gemv_op.h says what they measured).
+bool GemvOp::gemmOnTile(const LinearWeights& w, const GemvConfig& cfg) {
   const uint32_t tile_rows = knob("EWGPU_GEMMQ_TILE_ROWS");
   bool tile = tile_rows && w.N >= tile_rows;
   if (const char* kk = std::getenv("EWGPU_GEMMQ_KERNEL")) {
@@ -343,10 +351,22 @@ Status GemvOp::addGemm(gpu::Context& ctx, const LinearWeights& w, const gpu::Buf
     if (std::string(kk) == "slice") tile = false;
   }
   if (cfg.gemm_tile >= 0) tile = cfg.gemm_tile != 0;
-  if (tile) return addGemmTile(ctx, w, x, y, cfg, digits);
+  return tile;
+}
+
+Status GemvOp::addGemm(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x, const gpu::Buffer& y,
+                       const GemvConfig& cfg, uint32_t digits) {
+  const DeviceInfo& d = ctx.info();
+  if (gemmOnTile(w, cfg)) return addGemmTile(ctx, w, x, y, cfg, digits);
   // EWGPU_GEMMQ_KS / _NB override the defaults (tuning sweeps on a new GPU).
   uint32_t ks = cfg.gemm_ks ? cfg.gemm_ks : knob("EWGPU_GEMMQ_KS");
-  if (!ks) ks = 16;
+  if (!ks) {
+    ks = 16;
+    // Sweeps by matrix size: EWGPU_GEMMQ_KS_SMALL / _BIG = s for the matrices of fewer / at least
+    // EWGPU_GEMMQ_SMALL_BLOCKS (default 1024) blocks of 4 weight rows.
+    const bool small = w.N / 4 < knobOr("EWGPU_GEMMQ_SMALL_BLOCKS", 1024);
+    if (uint32_t s = knob(small ? "EWGPU_GEMMQ_KS_SMALL" : "EWGPU_GEMMQ_KS_BIG")) ks = s;
+  }
   ks = std::clamp<uint32_t>(ks, 1, 64);
   uint32_t nb = cfg.gemm_nb ? cfg.gemm_nb : knob("EWGPU_GEMMQ_NB");
   if (!nb) nb = 1;
@@ -356,8 +376,21 @@ Status GemvOp::addGemm(gpu::Context& ctx, const LinearWeights& w, const gpu::Buf
   while (max_tile_ < 3 && ks * nb * (2u << max_tile_) <= std::min<uint32_t>(256, d.max_compute_invocations_per_workgroup))
     ++max_tile_;
   capTile(cfg);
-  if (ks * nb * (1u << max_tile_) * 16 * 4 > d.max_compute_workgroup_storage_size)
-    return makeError(ErrorCode::kInternal, "gemm_q8: partial sums do not fit workgroup memory", {{"ks", ks}});
+  // The smaller tiles take more weight blocks: NB doubled while the workgroup stays within 128 threads
+  // (EWGPU_GEMMQ_WG / cfg.gemm_wg; 0: NB for every tile), so that a step of few active rows still runs workgroups
+  // of 128 threads (16 / 32 / 64 at 4 / 8 / 16 rows with NB 1) and a quarter as many of them. NB does not change a
+  // row's sums. H100, Llama-3.2-1B, a 32-row engine with one stream: 801-807 → 853-858 tok/s; Qwen3.5-2B 538-540 →
+  // 545-548 (docs/measurements/h100-run39).
+  const uint32_t wg_want = cfg.gemm_wg >= 0 ? (uint32_t)cfg.gemm_wg : knobOr("EWGPU_GEMMQ_WG", 128);
+  const uint32_t wg_cap = std::min<uint32_t>({wg_want, 256, d.max_compute_invocations_per_workgroup});
+  auto nbOf = [&](uint32_t mb) {
+    uint32_t v = nb;
+    while (ks * 2 * v * mb <= wg_cap) v *= 2;
+    return v;
+  };
+  for (uint32_t i = 0; i <= max_tile_; ++i)
+    if (ks * nbOf(1u << i) * (1u << i) * 16 * 4 > d.max_compute_workgroup_storage_size)
+      return makeError(ErrorCode::kInternal, "gemm_q8: partial sums do not fit workgroup memory", {{"ks", ks}});
   if (gatedEpilogue(cfg.epi) && w.w_chunks.size() != 1)
     return makeError(ErrorCode::kInternal, "SwiGLU gemm needs an unsplit weight", {{"chunks", w.w_chunks.size()}});
   const uint32_t out_w = out_w_of(w, cfg);
@@ -368,16 +401,16 @@ Status GemvOp::addGemm(gpu::Context& ctx, const LinearWeights& w, const gpu::Buf
     const uint32_t n = w.chunk_rows[c];
     const uint32_t rows_per_block = gatedEpilogue(cfg.epi) ? 2 : 4;
     const uint32_t rows = gatedEpilogue(cfg.epi) ? n / 2 : n;
-    const uint32_t gy = (rows + rows_per_block * nb - 1) / (rows_per_block * nb);
-    if (gy > d.max_compute_workgroups_per_dimension && d.max_compute_workgroups_per_dimension)
-      return makeError(ErrorCode::kInternal, "gemm_q8: too many row blocks", {{"blocks", gy}});
     std::array<Part, 4> parts;
     for (uint32_t i = 0; i <= max_tile_; ++i) {
-      const uint32_t mb = 1u << i;
+      const uint32_t mb = 1u << i, nbt = nbOf(mb);
+      const uint32_t gy = (rows + rows_per_block * nbt - 1) / (rows_per_block * nbt);
+      if (gy > d.max_compute_workgroups_per_dimension && d.max_compute_workgroups_per_dimension)
+        return makeError(ErrorCode::kInternal, "gemm_q8: too many row blocks", {{"blocks", gy}});
       gpu::Constants k{{"QFMT", (int)w.format}, {"N", n}, {"K", w.K}, {"EPI", (int)cfg.epi},
                        {"HAS_BIAS", w.bias ? 1 : 0}, {"ROW_OFFSET", row0}, {"Y_STRIDE", y_stride},
-                       {"DIGITS", digits}, {"XQ_ROW", row_u32}, {"MB", mb}, {"NB", nb}, {"KS", ks},
-                       {"WG", ks * nb * mb}};
+                       {"DIGITS", digits}, {"XQ_ROW", row_u32}, {"MB", mb}, {"NB", nbt}, {"KS", ks},
+                       {"WG", ks * nbt * mb}, {"XSPLIT", xsplit_ ? 1 : 0}};
       auto kern = ctx.kernel("gemm_q8", k);
       if (!kern) return std::move(kern).error();
       const gpu::Buffer* s = w.s_chunks.empty() ? w.w_chunks[c] : w.s_chunks[c];
@@ -388,6 +421,7 @@ Status GemvOp::addGemm(gpu::Context& ctx, const LinearWeights& w, const gpu::Buf
       parts[i].bg = std::move(*bg);
       parts[i].gx = 4 * mb;  // activation rows per tile
       parts[i].gy = gy;
+      parts[i].threads = ks * nbt * mb;
     }
     gemm_parts_.push_back(std::move(parts));
     row0 += n;
@@ -462,6 +496,7 @@ Status GemvOp::addGemmTile(gpu::Context& ctx, const LinearWeights& w, const gpu:
       parts[i].bg = std::move(*bg);
       parts[i].gx = 4 * mb;  // activation rows per tile
       parts[i].gy = gy;
+      parts[i].threads = mb * (nw / 4) * ks;
     }
     gemm_parts_.push_back(std::move(parts));
     row0 += n;

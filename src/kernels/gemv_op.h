@@ -64,11 +64,15 @@ struct GemvConfig {
                                     // (gemm_q8; the environment, kGemmWideRows says how)
   uint32_t gemm_ks = 0;             // gemm_q8 / gemm_q8_wt: K slices (0: the op's default)
   uint32_t gemm_nb = 0;             // gemm_q8: threads of weight blocks per workgroup (0: the op's default)
+  int gemm_wg = -1;                 // gemm_q8: smaller tiles double NB up to this many threads (0: never; -1:
+                                    // EWGPU_GEMMQ_WG, else 128)
   uint32_t gemm_max_mb = 0;         // gemm_q8 / gemm_q8_wt: the largest tile's blocks of 4 activation rows (1, 2, 4,
                                     // 8; 0: the largest that fits)
   uint32_t gemm_nw = 0;             // gemm_q8_wt: weight rows per tile, 16·i up to 64, 4·i unstaged (0: 64 for
                                     // matrices of kGemmWideRows rows or more, else 16)
   int gemm_xsm = -1;                // gemm_q8_wt: 1 x̂ staged in workgroup memory, 0 read from global (-1: default)
+  int gemm_xsplit = -1;             // gemm_q8: 1 x̂ in gemv_quant.wgsl's XSPLIT layout, 0 not (-1: EWGPU_GEMMQ_XSPLIT,
+                                    // else 1)
   // One-row ops (gemv.wgsl): the projection that runs after this one. Workgroups appended to this dispatch touch its
   // codes and scales, so that they wait in the L2 when it starts (gemv.wgsl L2NEXT). Taken where gemvL2Next()
   // allows it, this op is one dispatch of one row of workgroups, `l2_next` one chunk of a q4 format and y's buffer
@@ -115,12 +119,16 @@ class GemvOp {
   bool gemm() const { return !gemm_parts_.empty(); }  // a small-M GEMM instead of gemv_batch.wgsl
   // The GEMM's kernel ("gemm_q8_wt" or "gemm_q8"), or "" without one.
   std::string gemmKernel() const { return gemm() ? gemm_parts_[0][0].kernel->name : std::string(); }
+  bool xsplit() const { return xsplit_; }  // gemm_q8 reads x̂ in gemv_quant.wgsl's XSPLIT layout
+  // gemm_q8 / gemm_q8_wt: the threads of a workgroup of the tile of 4 · 2^i activation rows (0 where the op has no such tile).
+  uint32_t gemmThreads(uint32_t i) const { return gemm() && i <= max_tile_ ? gemm_parts_[0][i].threads : 0; }
 
  private:
   struct Part {
     const gpu::Kernel* kernel = nullptr;
     gpu::BindGroup bg;
     uint32_t gx = 1, gy = 1;
+    uint32_t threads = 0;  // GEMM tiles: threads per workgroup
   };
   static Result<GemvOp> createBatched(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x,
                                       const gpu::Buffer& y, const GemvConfig& cfg);
@@ -131,6 +139,8 @@ class GemvOp {
   Status createQuant(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x, const GemvConfig& cfg,
                      uint32_t digits);
   static uint32_t quantRowU32(uint32_t k, uint32_t digits);
+  // Whether a batched op's GEMM is gemm_q8_wt.wgsl rather than gemm_q8.wgsl (the environment's choice, addGemm).
+  static bool gemmOnTile(const LinearWeights& w, const GemvConfig& cfg);
   // The gemm_q8 pipelines of a batched op (after createQuant).
   Status addGemm(gpu::Context& ctx, const LinearWeights& w, const gpu::Buffer& x, const gpu::Buffer& y,
                  const GemvConfig& cfg, uint32_t digits);
@@ -143,6 +153,7 @@ class GemvOp {
   // Batched with int8 x̂: the quantize dispatch before the parts, and the quantized rows it writes.
   Part quant_;
   gpu::Buffer xq_;
+  bool xsplit_ = false;  // x̂ in gemv_quant.wgsl's XSPLIT layout (gemm_q8 only)
   // gemm_q8: per weight chunk, the pipelines of tiles of 4, 8, 16 and 32 activation rows (MB 1, 2, 4, 8); a step
   // takes the smallest that holds its active rows.
   std::vector<std::array<Part, 4>> gemm_parts_;

@@ -8,6 +8,8 @@
 //   [(e · G + g) · 8 .. +7]         digit e of group g (two vec4<u32>)
 //   [DIGITS · G · 8 + e · G + g]    its zero point 7 · Σ digits (i32): Σ (code - 7) · d = Σ code · d - that
 //   [DIGITS · G · 9 + g]            the group's step (f32; digit 1's is step / 254)
+// XSPLIT (gemm_q8.wgsl's layout): the two vec4s of digit e, group g at [((2e + h) · G + g) · 4 .. +3] (h = 0, 1)
+// instead, so that threads reading consecutive groups' half h read consecutive 16 bytes.
 // The RMS is a fixed tree over the row, so a row's x̂ never depends on the other rows.
 // SG (subgroups of at least 4 invocations): every thread takes 8 consecutive elements, a quarter of a group; the RMS
 // is summed by subgroupAdd and then over the subgroups in order, and each group's max and digit sum by shuffles
@@ -23,6 +25,7 @@ override EPS: f32 = 1e-6;
 override DIGITS: u32 = 2u;      // 1 or 2
 override ROW_U32: u32 = 4u;     // u32s per row of q
 override SG: bool = false;      // the subgroup path (needs subgroups of at least 4 invocations)
+override XSPLIT: bool = false;  // the halves of a group's digits apart (header)
 
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> norm_w: array<vec4<f32>>;
@@ -31,6 +34,13 @@ override SG: bool = false;      // the subgroup path (needs subgroups of at leas
 
 const WG: u32 = 256u;
 var<workgroup> red: array<f32, WG>;
+
+// Word j (0-7) of digit e of group g, within a row.
+fn digitWord(e: u32, g: u32, j: u32) -> u32 {
+  let G = K / 32u;
+  if (XSPLIT) { return ((2u * e + j / 4u) * G + g) * 4u + j % 4u; }
+  return (e * G + g) * 8u + j;
+}
 
 //#if SUBGROUPS
 // SG: thread lid takes elements 8c .. 8c + 7 for c = lid, lid + WG, ...: quarter m = c % 4 of group c / 4.
@@ -72,9 +82,8 @@ fn quantizeSg(lid: u32, sgs: u32, sid: u32, b: u32) {
     for (var e = 0u; e < DIGITS; e++) {
       let qd = quarterDigits(v0, v1, inv, e);
       if (valid) {
-        let o = qrow + (e * G + g) * 8u + 2u * m;
-        q[o] = qd.lo;
-        q[o + 1u] = qd.hi;
+        q[qrow + digitWord(e, g, 2u * m)] = qd.lo;
+        q[qrow + digitWord(e, g, 2u * m + 1u)] = qd.hi;
         if (m == 0u) { q[qrow + DIGITS * G * 8u + e * G + g] = bitcast<u32>(7 * qd.sum); }
       }
     }
@@ -128,14 +137,13 @@ fn main(@builtin(local_invocation_id) lidv: vec3<u32>, @builtin(workgroup_id) wi
     q[qrow + DIGITS * G * 9u + g] = bitcast<u32>(amax / 127.0);
     for (var e = 0u; e < DIGITS; e++) {
       var sum = 0;
-      let o = qrow + (e * G + g) * 8u;
       for (var m = 0u; m < 4u; m++) {  // word m of the group: elements 8m .. 8m+7 = v[2m], v[2m+1]
         let s0 = v[2u * m] * inv;
         let s1 = v[2u * m + 1u] * inv;
         let a = vec4<i32>(select(round(s0), round((s0 - round(s0)) * 254.0), e == 1u));
         let c = vec4<i32>(select(round(s1), round((s1 - round(s1)) * 254.0), e == 1u));
-        q[o + 2u * m] = pack4xI8(vec4<i32>(a.x, a.z, c.x, c.z));       // meets the low nibbles
-        q[o + 2u * m + 1u] = pack4xI8(vec4<i32>(a.y, a.w, c.y, c.w));  // the high nibbles
+        q[qrow + digitWord(e, g, 2u * m)] = pack4xI8(vec4<i32>(a.x, a.z, c.x, c.z));       // meets the low nibbles
+        q[qrow + digitWord(e, g, 2u * m + 1u)] = pack4xI8(vec4<i32>(a.y, a.w, c.y, c.w));  // the high nibbles
         sum += a.x + a.y + a.z + a.w + c.x + c.y + c.z + c.w;
       }
       q[qrow + DIGITS * G * 8u + e * G + g] = bitcast<u32>(7 * sum);

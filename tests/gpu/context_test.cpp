@@ -57,7 +57,7 @@ TEST(Context, ExperimentalFeaturesAreOptIn) {
                 c.component == "other") << c.component;
     EXPECT_GT(c.m * c.n * c.k, 0u);
   }
-  if (d.architecture == "swiftshader") EXPECT_FALSE(d.subgroup_matrix);
+  if (d.architecture == "swiftshader") { EXPECT_FALSE(d.subgroup_matrix); }
 }
 
 TEST(Context, UnknownAdapterNameIsABadRequest) {

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 namespace ewgpu::kernels {
 namespace {
@@ -270,6 +271,9 @@ struct BatchCase {
   int gemm_xsm = -1;             // gemm_q8_wt: x̂ staged (1) or read from global memory (0); -1 the default
   uint32_t gemm_nb = 0;          // gemm_q8: threads of weight blocks per workgroup (0: the op's default)
   uint32_t gemm_max_mb = 0;      // the largest tile's blocks of 4 activation rows (0: the op's default)
+  int gemm_xsplit = -1;          // gemm_q8: x̂ in gemv_quant.wgsl's XSPLIT layout (1) or not (0); -1 the default
+  int gemm_wg = -1;              // gemm_q8: smaller tiles' weight blocks doubled up to this many threads (0: never;
+                                 // -1 the default)
 };
 
 // `outs`, when given, receives each active count's output rows.
@@ -341,6 +345,8 @@ void runBatchCase(const BatchCase& c, uint32_t seed, std::vector<std::vector<flo
     cfg.gemm_xsm = c.gemm_xsm;
     cfg.gemm_nb = c.gemm_nb;
     cfg.gemm_max_mb = c.gemm_max_mb;
+    cfg.gemm_xsplit = c.gemm_xsplit;
+    cfg.gemm_wg = c.gemm_wg;
     auto op = GemvOp::create(g, lw, bx, by, cfg);
     ASSERT_TRUE(op.ok()) << op.error().toString();
     ASSERT_EQ(op->batched(), c.batch > 1);
@@ -348,6 +354,7 @@ void runBatchCase(const BatchCase& c, uint32_t seed, std::vector<std::vector<flo
     if (c.gemm && c.gemm_tile >= 0) {
       ASSERT_EQ(op->gemmKernel(), c.gemm_tile ? "gemm_q8_wt" : "gemm_q8");
     }
+    if (c.gemm && c.gemm_tile == 0 && c.gemm_xsplit >= 0) { ASSERT_EQ(op->xsplit(), c.gemm_xsplit == 1); }
     uint32_t words[4] = {active, 0, 0, 0};
     g.write(bactive, 0, words, sizeof words);
     gpu::Recorder rec(g);
@@ -442,7 +449,7 @@ TEST(GemvOp, L2NextKeepsTheBits) {
       unsetenv("EWGPU_GEMV_L2_MB");
       ASSERT_TRUE(op.ok()) << op.error().toString();
       // The next weights: 3072 × 1024 q4 = 1.5 MB of codes and 192 KB of scales, 16 sectors a thread.
-      if (mode == 0 || mode == 3) EXPECT_EQ(op->l2Workgroups(), 0u);
+      if (mode == 0 || mode == 3) { EXPECT_EQ(op->l2Workgroups(), 0u); }
       if (mode == 1) {
         full_wg = op->l2Workgroups();
         EXPECT_EQ(full_wg, (uint32_t)(((nw_.size() + ns.size()) / 32 + 4095) / 4096));
@@ -576,8 +583,8 @@ TEST(GemvBatch, SmallMGemm) {
   }
 }
 
-// gemm_q8.wgsl's weight blocks per workgroup (NB 2) and tiles capped below 32 rows (so that 32 active rows take
-// several): each output within the quantization bound, and every row bit-identical to the op with neither (one
+// gemm_q8.wgsl's weight blocks per workgroup (NB 2, and NB doubled in the smaller tiles up to 128 / 256 threads:
+// GemvConfig::gemm_wg) and tiles capped below 32 rows (so that 32 active rows take several): each output within the quantization bound, and every row bit-identical to the op with neither (one
 // weight block per workgroup, the largest tile) at each active count, as the kernel's header says a step may rely on.
 // Row counts that leave a partial last weight tile; SwiGLU, the residual, bias; one and two digits.
 TEST(GemvBatch, GemmTilesKeepTheBits) {
@@ -585,21 +592,25 @@ TEST(GemvBatch, GemmTilesKeepTheBits) {
   uint32_t seed = 950;
   for (uint32_t epi : {0u, 1u, 2u}) {
     const uint32_t digits = epi == 1 ? 2 : 1;
-    BatchCase base{0, epi == 2 ? 2u * 45 : 150u, 1088, 32, epi, epi != 1, epi == 0, {32, 17, 1}, 0, digits};
+    BatchCase base{0, epi == 2 ? 2u * 45 : 150u, 1088, 32, epi, epi != 1, epi == 0, {32, 17, 5, 1}, 0, digits};
     base.gemm = true;
     base.gemm_tile = 0;
+    base.gemm_wg = 0;
     std::vector<std::vector<float>> want;
     {
       SCOPED_TRACE("epi " + std::to_string(epi) + " one weight block per workgroup");
       runBatchCase(base, seed, &want);
     }
     ASSERT_EQ(want.size(), base.active.size());
-    for (auto [nb, max_mb] : {std::pair{2u, 0u}, std::pair{1u, 2u}, std::pair{2u, 1u}}) {
+    struct Variant { uint32_t nb, max_mb; int wg; };
+    for (auto [nb, max_mb, wg] : {Variant{2, 0, 0}, Variant{1, 2, 0}, Variant{2, 1, 0}, Variant{1, 0, -1},
+                                  Variant{1, 0, 256}, Variant{2, 2, 128}}) {
       SCOPED_TRACE("epi " + std::to_string(epi) + " NB " + std::to_string(nb) + " largest tile " +
-                   std::to_string(max_mb));
+                   std::to_string(max_mb) + " threads up to " + std::to_string(wg));
       BatchCase c = base;
       c.gemm_nb = nb;
       c.gemm_max_mb = max_mb;
+      c.gemm_wg = wg;
       std::vector<std::vector<float>> got;
       runBatchCase(c, seed, &got);
       ASSERT_EQ(got.size(), want.size());
@@ -611,6 +622,33 @@ TEST(GemvBatch, GemmTilesKeepTheBits) {
     }
     ++seed;
   }
+}
+
+// gemm_q8 with x̂ in gemv_quant.wgsl's XSPLIT layout (GemvConfig::gemm_xsplit: a group's two halves apart, so a warp's
+// loads of consecutive groups are contiguous) sums the same products in the same order: every output bit-identical
+// to the default layout's, for one and two digits, plain, residual and gated epilogues, at 32, 17 and 1 active rows.
+TEST(GemvBatch, XSplitLayoutKeepsTheBits) {
+  if (!ctx().info().packed_dot4) GTEST_SKIP() << "no WGSL packed dot product";
+  uint32_t seed = 970;
+  for (uint32_t epi : {0u, 1u, 2u})
+    for (uint32_t digits : {1u, 2u}) {
+      SCOPED_TRACE("epi " + std::to_string(epi) + " digits " + std::to_string(digits));
+      BatchCase c{0, epi == 2 ? 2u * 45 : 150u, 1088, 32, epi, epi != 1, epi == 0, {32, 17, 1}, 0, digits};
+      c.gemm = true;
+      c.gemm_tile = 0;
+      std::vector<std::vector<float>> want, got;
+      c.gemm_xsplit = 0;
+      runBatchCase(c, seed, &want);
+      c.gemm_xsplit = 1;
+      runBatchCase(c, seed, &got);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t a = 0; a < got.size(); ++a) {
+        ASSERT_EQ(got[a].size(), want[a].size());
+        for (size_t i = 0; i < got[a].size(); ++i)
+          ASSERT_EQ(floatBits(got[a][i]), floatBits(want[a][i])) << "active " << c.active[a] << " element " << i;
+      }
+      ++seed;
+    }
 }
 
 // gemv_quant.wgsl's subgroup path (SG: a thread per quarter group, shuffles among the 4) against the workgroup-memory
@@ -679,8 +717,11 @@ TEST(GemvQuant, SubgroupPathMatchesTheWorkgroupPath) {
 struct KernelChoice {
   bool batched = false, gemm = false;
   std::string kernel;
+  bool xsplit = false;
+  std::array<uint32_t, 4> threads{};  // gemmThreads(0 .. 3)
 };
-std::optional<KernelChoice> kernelChoice(uint32_t n, uint32_t batch, Activations act, int gemm_tile = -1) {
+std::optional<KernelChoice> kernelChoice(uint32_t n, uint32_t batch, Activations act, int gemm_tile = -1,
+                                         const std::function<void(GemvConfig&)>& tweak = {}) {
   std::vector<uint32_t> w((size_t)n * 32 / 8, 0x88888888u), s((size_t)n / 2 + 1, 0x3c003c00u);
   std::vector<float> x((size_t)batch * 32, 1.0f), y((size_t)batch * n, 0.f);
   auto bw = upload(w), bs = upload(s), bx = upload(x), by = upload(y);
@@ -696,12 +737,44 @@ std::optional<KernelChoice> kernelChoice(uint32_t n, uint32_t batch, Activations
   cfg.active = &bactive;
   cfg.act = act;
   cfg.gemm_tile = gemm_tile;
+  if (tweak) tweak(cfg);
   auto op = GemvOp::create(ctx(), lw, bx, by, cfg);
   if (!op.ok()) {
     ADD_FAILURE() << op.error().toString();
     return std::nullopt;
   }
-  return KernelChoice{op->batched(), op->gemm(), op->gemmKernel()};
+  KernelChoice kc{op->batched(), op->gemm(), op->gemmKernel(), op->xsplit()};
+  for (uint32_t i = 0; i < 4; ++i) kc.threads[i] = op->gemmThreads(i);
+  return kc;
+}
+
+// gemm_q8's defaults in a 32-row engine: x̂ in the XSPLIT layout, and every tile's workgroup of 128 threads (16 K
+// slices × 8 / 4 / 2 / 1 weight blocks × 1 / 2 / 4 / 8 blocks of 4 activation rows); GemvConfig::gemm_wg 0 gives
+// NB 1 in every tile (16 / 32 / 64 / 128 threads), 256 doubles them up to 256 threads in every tile; gemm_xsplit 0 turns the
+// layout off; gemm_q8_wt never takes it. (XSplitLayoutKeepsTheBits and GemmTilesKeepTheBits check the results.)
+TEST(GemvBatch, GemmWorkgroupsAndLayout) {
+  if (!ctx().info().packed_dot4) GTEST_SKIP() << "no WGSL packed dot product";
+  for (const char* e : {"EWGPU_GEMMQ_KERNEL", "EWGPU_GEMMQ_TILE_ROWS", "EWGPU_GEMMQ_WG", "EWGPU_GEMMQ_XSPLIT",
+                        "EWGPU_GEMMQ_KS", "EWGPU_GEMMQ_NB", "EWGPU_GEMMQ_MAXMB"})
+    if (std::getenv(e)) GTEST_SKIP() << e << " set";
+  using T = std::array<uint32_t, 4>;
+  auto c = kernelChoice(128, 32, Activations::kInt8, 0);
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(c->xsplit);
+  EXPECT_EQ(c->threads, (T{128, 128, 128, 128}));
+  c = kernelChoice(128, 32, Activations::kInt8, 0, [](GemvConfig& g) { g.gemm_wg = 0; });
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->threads, (T{16, 32, 64, 128}));
+  c = kernelChoice(128, 32, Activations::kInt8, 0, [](GemvConfig& g) { g.gemm_wg = 256; });
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->threads, (T{256, 256, 256, 256}));
+  c = kernelChoice(128, 32, Activations::kInt8, 0, [](GemvConfig& g) { g.gemm_xsplit = 0; });
+  ASSERT_TRUE(c);
+  EXPECT_FALSE(c->xsplit);
+  c = kernelChoice(128, 32, Activations::kInt8, 1);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->kernel, "gemm_q8_wt");
+  EXPECT_FALSE(c->xsplit);
 }
 
 // Which kernel a batched op of an engine takes by itself (GemvConfig::BatchKernel::kAuto): gemv_batch.wgsl under
