@@ -120,7 +120,8 @@ class GemvOp {
   // The GEMM's kernel ("gemm_q8_wt" or "gemm_q8"), or "" without one.
   std::string gemmKernel() const { return gemm() ? gemm_parts_[0][0].kernel->name : std::string(); }
   bool xsplit() const { return xsplit_; }  // gemm_q8 reads x̂ in gemv_quant.wgsl's XSPLIT layout
-  // gemm_q8 / gemm_q8_wt: the threads of a workgroup of the tile of 4 · 2^i activation rows (0 where the op has no such tile).
+  // gemm_q8 / gemm_q8_wt: the threads of a workgroup of the tile of 4 · 2^i activation rows (0 where the op has no
+  // such tile).
   uint32_t gemmThreads(uint32_t i) const { return gemm() && i <= max_tile_ ? gemm_parts_[0][i].threads : 0; }
 
  private:

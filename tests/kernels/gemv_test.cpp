@@ -584,8 +584,9 @@ TEST(GemvBatch, SmallMGemm) {
 }
 
 // gemm_q8.wgsl's weight blocks per workgroup (NB 2, and NB doubled in the smaller tiles up to 128 / 256 threads:
-// GemvConfig::gemm_wg) and tiles capped below 32 rows (so that 32 active rows take several): each output within the quantization bound, and every row bit-identical to the op with neither (one
-// weight block per workgroup, the largest tile) at each active count, as the kernel's header says a step may rely on.
+// GemvConfig::gemm_wg) and tiles capped below 32 rows (so that 32 active rows take several): each output within the
+// quantization bound, and every row bit-identical to the op with neither (one weight block per workgroup in every
+// tile, the largest tile) at each active count, as the kernel's header says a step may rely on.
 // Row counts that leave a partial last weight tile; SwiGLU, the residual, bias; one and two digits.
 TEST(GemvBatch, GemmTilesKeepTheBits) {
   if (!ctx().info().packed_dot4) GTEST_SKIP() << "no WGSL packed dot product";
@@ -750,8 +751,9 @@ std::optional<KernelChoice> kernelChoice(uint32_t n, uint32_t batch, Activations
 
 // gemm_q8's defaults in a 32-row engine: x̂ in the XSPLIT layout, and every tile's workgroup of 128 threads (16 K
 // slices × 8 / 4 / 2 / 1 weight blocks × 1 / 2 / 4 / 8 blocks of 4 activation rows); GemvConfig::gemm_wg 0 gives
-// NB 1 in every tile (16 / 32 / 64 / 128 threads), 256 doubles them up to 256 threads in every tile; gemm_xsplit 0 turns the
-// layout off; gemm_q8_wt never takes it. (XSplitLayoutKeepsTheBits and GemmTilesKeepTheBits check the results.)
+// NB 1 in every tile (16 / 32 / 64 / 128 threads), 256 doubles them up to 256 threads in every tile; gemm_xsplit 0
+// turns the layout off; gemm_q8_wt never takes it. (XSplitLayoutKeepsTheBits and GemmTilesKeepTheBits check the
+// results.)
 TEST(GemvBatch, GemmWorkgroupsAndLayout) {
   if (!ctx().info().packed_dot4) GTEST_SKIP() << "no WGSL packed dot product";
   for (const char* e : {"EWGPU_GEMMQ_KERNEL", "EWGPU_GEMMQ_TILE_ROWS", "EWGPU_GEMMQ_WG", "EWGPU_GEMMQ_XSPLIT",
