@@ -583,6 +583,17 @@ TEST(GemvBatch, SmallMGemm) {
   }
 }
 
+// runBatchCase's outputs of two ops over the same case, one vector per active count: every element bit-identical.
+void expectSameBits(const std::vector<std::vector<float>>& got, const std::vector<std::vector<float>>& want,
+                    const std::vector<uint32_t>& active) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t a = 0; a < got.size(); ++a) {
+    ASSERT_EQ(got[a].size(), want[a].size());
+    for (size_t i = 0; i < got[a].size(); ++i)
+      ASSERT_EQ(floatBits(got[a][i]), floatBits(want[a][i])) << "active " << active[a] << " element " << i;
+  }
+}
+
 // gemm_q8.wgsl's weight blocks per workgroup (NB 2, and NB doubled in the smaller tiles up to 128 / 256 threads:
 // GemvConfig::gemm_wg) and tiles capped below 32 rows (so that 32 active rows take several): each output within the
 // quantization bound, and every row bit-identical to the op with neither (one weight block per workgroup in every
@@ -614,12 +625,7 @@ TEST(GemvBatch, GemmTilesKeepTheBits) {
       c.gemm_wg = wg;
       std::vector<std::vector<float>> got;
       runBatchCase(c, seed, &got);
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t a = 0; a < got.size(); ++a) {
-        ASSERT_EQ(got[a].size(), want[a].size());
-        for (size_t i = 0; i < got[a].size(); ++i)
-          ASSERT_EQ(floatBits(got[a][i]), floatBits(want[a][i])) << "active " << base.active[a] << " element " << i;
-      }
+      ASSERT_NO_FATAL_FAILURE(expectSameBits(got, want, base.active));
     }
     ++seed;
   }
@@ -642,12 +648,7 @@ TEST(GemvBatch, XSplitLayoutKeepsTheBits) {
       runBatchCase(c, seed, &want);
       c.gemm_xsplit = 1;
       runBatchCase(c, seed, &got);
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t a = 0; a < got.size(); ++a) {
-        ASSERT_EQ(got[a].size(), want[a].size());
-        for (size_t i = 0; i < got[a].size(); ++i)
-          ASSERT_EQ(floatBits(got[a][i]), floatBits(want[a][i])) << "active " << c.active[a] << " element " << i;
-      }
+      ASSERT_NO_FATAL_FAILURE(expectSameBits(got, want, c.active));
       ++seed;
     }
 }
